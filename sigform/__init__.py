@@ -1,0 +1,151 @@
+"""sigform: typed signatures in, validated Python values out.
+
+Declare what goes in and what comes out; sigform writes the prompt, calls the model and turns
+its text back into validated Python values::
+
+    import sigform as sf
+
+    class Answer(sf.Signature):
+        \"\"\"Answer with a short factoid.\"\"\"
+        question: str = sf.InputField()
+        answer: str = sf.OutputField(desc="1-5 words")
+
+    qa = sf.Predict(Answer)
+    print(qa(question="Capital of France?").answer)
+
+Public names are imported lazily (PEP 562) so that ``import sigform`` stays fast and never
+imports litellm; the first attribute access loads the module that defines the name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # signatures
+    "Signature": "sigform.signatures",
+    "InputField": "sigform.signatures",
+    "OutputField": "sigform.signatures",
+    "make_signature": "sigform.signatures",
+    # typed values and special types
+    "render_value": "sigform.types",
+    "type_hint": "sigform.types",
+    "coerce": "sigform.types",
+    "Image": "sigform.types",
+    "Audio": "sigform.types",
+    "File": "sigform.types",
+    "History": "sigform.types",
+    "Reasoning": "sigform.types",
+    "ToolCalls": "sigform.types",
+    # adapters
+    "Adapter": "sigform.adapters",
+    "ChatAdapter": "sigform.adapters",
+    "JSONAdapter": "sigform.adapters",
+    "XMLAdapter": "sigform.adapters",
+    "TwoStepAdapter": "sigform.adapters",
+    # language models
+    "LM": "sigform.lm",
+    "Completion": "sigform.lm.interface",
+    "Usage": "sigform.lm.interface",
+    "ToolCall": "sigform.lm.interface",
+    "inspect_history": "sigform.lm",
+    "Callback": "sigform.hooks",
+    # settings
+    "configure": "sigform.settings",
+    "context": "sigform.settings",
+    # programs
+    "Predict": "sigform.predict",
+    "ChainOfThought": "sigform.predict",
+    "Module": "sigform.predict",
+    "Prediction": "sigform.predict",
+    "Example": "sigform.predict",
+    "BestOfN": "sigform.predict",
+    "Refine": "sigform.predict",
+    "majority": "sigform.predict",
+    # tools
+    "Tool": "sigform.tools",
+    "CommandTool": "sigform.tools",
+    "ToolResult": "sigform.tools",
+    "Agent": "sigform.tools",
+    # errors
+    "SigformError": "sigform.errors",
+    "SignatureError": "sigform.errors",
+    "InputError": "sigform.errors",
+    "ParseError": "sigform.errors",
+    "StructureError": "sigform.errors",
+    "FieldValueError": "sigform.errors",
+    "FieldError": "sigform.errors",
+    "LMError": "sigform.errors",
+    "AuthenticationError": "sigform.errors",
+    "RateLimitError": "sigform.errors",
+    "ContextWindowError": "sigform.errors",
+    "BadRequestError": "sigform.errors",
+    "LMTimeoutError": "sigform.errors",
+    "ProviderError": "sigform.errors",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'sigform' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # static checkers and IDEs see the real names
+    from sigform.adapters import Adapter, ChatAdapter, JSONAdapter, TwoStepAdapter, XMLAdapter
+    from sigform.errors import (
+        AuthenticationError,
+        BadRequestError,
+        ContextWindowError,
+        FieldError,
+        FieldValueError,
+        InputError,
+        LMError,
+        LMTimeoutError,
+        ParseError,
+        ProviderError,
+        RateLimitError,
+        SigformError,
+        SignatureError,
+        StructureError,
+    )
+    from sigform.hooks import Callback
+    from sigform.lm import LM, inspect_history
+    from sigform.lm.interface import Completion, ToolCall, Usage
+    from sigform.predict import (
+        BestOfN,
+        ChainOfThought,
+        Example,
+        Module,
+        Predict,
+        Prediction,
+        Refine,
+        majority,
+    )
+    from sigform.settings import configure, context
+    from sigform.signatures import InputField, OutputField, Signature, make_signature
+    from sigform.tools import Agent, CommandTool, Tool, ToolResult
+    from sigform.types import (
+        Audio,
+        File,
+        History,
+        Image,
+        Reasoning,
+        ToolCalls,
+        coerce,
+        render_value,
+        type_hint,
+    )

@@ -1,0 +1,177 @@
+"""One exception hierarchy for every sigform failure.
+
+Everything sigform raises on purpose derives from :class:`SigformError`, so callers can catch
+one type. Parse errors carry what the LM actually wrote (``raw``) so nothing is lost, and every
+message is written to be read by a person: which field, what was expected, what was seen.
+Secrets never appear here: LM errors carry the provider's message, never request headers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "ContextWindowError",
+    "FieldError",
+    "FieldValueError",
+    "InputError",
+    "LMError",
+    "LMTimeoutError",
+    "ParseError",
+    "ProviderError",
+    "RateLimitError",
+    "SigformError",
+    "SignatureError",
+    "StructureError",
+    "shorten",
+]
+
+_SHOW_CHARS = 160
+
+
+def shorten(text: Any, limit: int = _SHOW_CHARS) -> str:
+    """Return ``text`` as a one-glance string: repr-like, at most ``limit`` characters."""
+    s = text if isinstance(text, str) else repr(text)
+    s = s.replace("\r", "\\r").replace("\n", "\\n")
+    if len(s) > limit:
+        head = limit * 2 // 3
+        tail = limit - head - 5
+        s = f"{s[:head]} ... {s[-tail:]}"
+    return s
+
+
+class SigformError(Exception):
+    """Base class of every error sigform raises on purpose."""
+
+
+class SignatureError(SigformError, TypeError):
+    """A signature is malformed: bad or reserved names, unknown types, empty outputs, ..."""
+
+
+class InputError(SigformError, TypeError):
+    """A program was called with missing, unknown or invalid inputs (raised before any LM call)."""
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One field that could not be read: which field, what type, what was seen, and why."""
+
+    field: str
+    expected: str
+    seen: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"field `{self.field}` (expected {self.expected}): {self.message}; saw {self.seen}"
+
+
+class ParseError(SigformError):
+    """LM output could not be turned into the declared typed values.
+
+    ``errors`` lists every failing field (not only the first); ``raw`` is the full completion
+    text, kept so that nothing is lost; ``adapter`` names the adapter(s) that tried.
+    """
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        errors: list[FieldError] | None = None,
+        raw: str | None = None,
+        adapter: str | None = None,
+        completions: list[Any] | None = None,
+    ) -> None:
+        self.errors: list[FieldError] = list(errors or [])
+        self.raw = raw
+        self.adapter = adapter
+        self.completions: list[Any] = list(completions or [])
+        self.summary = message or "could not parse the LM output"
+        super().__init__(self._compose())
+
+    def _compose(self) -> str:
+        lines = [self.summary if not self.adapter else f"[{self.adapter}] {self.summary}"]
+        lines += [f"  - {e}" for e in self.errors]
+        if self.raw is not None:
+            lines.append(f"  raw completion: {shorten(self.raw, 400)}")
+        return "\n".join(lines)
+
+    @property
+    def fields(self) -> list[str]:
+        """Names of the fields that failed, in report order."""
+        return [e.field for e in self.errors]
+
+    def with_context(self, *, raw: str | None = None, adapter: str | None = None) -> ParseError:
+        """Return a copy of this error of the same class with ``raw`` / ``adapter`` filled in."""
+        err = type(self)(
+            self.summary,
+            errors=self.errors,
+            raw=raw if raw is not None else self.raw,
+            adapter=adapter if adapter is not None else self.adapter,
+            completions=self.completions,
+        )
+        err.__cause__ = self.__cause__
+        return err
+
+
+class StructureError(ParseError):
+    """The completion did not follow the requested format (markers, JSON object, tags missing)."""
+
+
+class FieldValueError(ParseError):
+    """The structure was found but at least one field's value does not validate."""
+
+
+class LMError(SigformError):
+    """A language-model call failed. ``provider_message`` keeps what the provider said."""
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        provider_message: str | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        self.model = model
+        self.provider_message = provider_message
+        self.status_code = status_code
+        super().__init__(message)
+
+
+class AuthenticationError(LMError):
+    """The provider rejected the credentials (never retried)."""
+
+
+class RateLimitError(LMError):
+    """The provider asked us to slow down (retried with backoff, honouring Retry-After)."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, **kw)
+
+
+class ContextWindowError(LMError):
+    """The request does not fit the model's context window (never retried as is)."""
+
+
+class BadRequestError(LMError):
+    """The provider rejected the request as malformed or unsupported (never retried)."""
+
+
+class LMTimeoutError(LMError):
+    """The call timed out (retried)."""
+
+    retryable = True
+
+
+class ProviderError(LMError):
+    """The provider failed on its side: 5xx, connection errors (retried)."""
+
+    retryable = True
