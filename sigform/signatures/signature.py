@@ -1,0 +1,370 @@
+"""The ``Signature`` class: what goes into a program and what comes out.
+
+A signature is a class (``class Answer(sf.Signature)``) whose annotated attributes are declared
+with ``InputField()`` / ``OutputField()`` and whose docstring is the instructions. Signatures are
+immutable values: every manipulation (``append``, ``delete``, ``with_instructions``, ...) returns
+a new class, and two signatures with the same fields and instructions are equal and hash alike,
+however they were built (class, string or dict).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import typing
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+from sigform.errors import SignatureError
+from sigform.signatures.fields import FieldDecl, FieldSpec
+from sigform.signatures.parsing import parse_signature_string
+
+__all__ = ["RESERVED_FIELD_NAMES", "Signature", "SignatureMeta", "make_signature"]
+
+# Names a field may not take: the class API below, pydantic internals, the chat "completed"
+# marker, and the few attribute names programs' Prediction/Example objects keep for themselves.
+RESERVED_FIELD_NAMES = frozenset(
+    {
+        "instructions",
+        "input_fields",
+        "output_fields",
+        "fields",
+        "signature",
+        "with_instructions",
+        "with_updated_field",
+        "append",
+        "prepend",
+        "insert",
+        "delete",
+        "dump_state",
+        "load_state",
+        "from_state",
+        "equals",
+        "completed",
+        "completions",
+        "with_inputs",
+        "to_dict",
+        "copy",
+        "schema",
+        "json",
+        "dict",
+        "validate",
+        "construct",
+        "mro",
+    }
+)
+
+
+def _check_reserved(name: str) -> None:
+    if name.startswith("_"):
+        raise SignatureError(f"field name {name!r} may not start with an underscore (reserved for internals)")
+    if name.startswith("model_"):
+        raise SignatureError(f"field name {name!r} may not start with 'model_' (reserved by pydantic)")
+    if name in RESERVED_FIELD_NAMES:
+        raise SignatureError(f"field name {name!r} is reserved: it collides with the signature/program API")
+
+
+def _default_instructions(inputs: list[str], outputs: list[str]) -> str:
+    ins = ", ".join(f"`{n}`" for n in inputs)
+    outs = ", ".join(f"`{n}`" for n in outputs)
+    return f"Given the fields {ins}, produce the fields {outs}." if ins else f"Produce the fields {outs}."
+
+
+def _validate_fields(specs: list[FieldSpec], owner: str) -> None:
+    seen: dict[str, str] = {}
+    for spec in specs:
+        _check_reserved(spec.name)
+        if spec.name in seen:
+            if seen[spec.name] != spec.kind:
+                raise SignatureError(f"{owner}: field `{spec.name}` is both an input and an output")
+            raise SignatureError(f"{owner}: field `{spec.name}` is declared twice")
+        seen[spec.name] = spec.kind
+    if not any(s.kind == "output" for s in specs):
+        raise SignatureError(f"{owner}: a signature needs at least one output field")
+
+
+class SignatureMeta(type):
+    """Collects fields at class creation and gives signature classes value semantics."""
+
+    _fields: Mapping[str, FieldSpec]
+    _explicit_instructions: str | None
+
+    def __new__(
+        mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kw: Any
+    ) -> SignatureMeta:
+        prebuilt: list[FieldSpec] | None = namespace.pop("__sigform_fields__", None)
+        explicit = namespace.pop("__sigform_instructions__", None)
+        declared = {k: v for k, v in namespace.items() if isinstance(v, FieldDecl)}
+        for key in declared:  # fields live in _fields, never as class attributes that shadow the API
+            del namespace[key]
+        cls = super().__new__(mcs, name, bases, namespace, **kw)
+        if prebuilt is None:
+            prebuilt = _collect_class_fields(cls, namespace, declared)
+            doc = namespace.get("__doc__")
+            explicit = inspect.cleandoc(doc) if doc else _inherited_instructions(bases)
+        if any(isinstance(b, SignatureMeta) for b in bases):  # every class but the root must be valid
+            _validate_fields(prebuilt, name)
+        cls._fields = MappingProxyType({s.name: s for s in prebuilt})
+        cls._explicit_instructions = explicit
+        return cls
+
+    # ---- read access -------------------------------------------------------------------------
+    @property
+    def fields(cls) -> Mapping[str, FieldSpec]:
+        """All fields in declaration order."""
+        return cls._fields
+
+    @property
+    def input_fields(cls) -> Mapping[str, FieldSpec]:
+        return MappingProxyType({k: f for k, f in cls._fields.items() if f.kind == "input"})
+
+    @property
+    def output_fields(cls) -> Mapping[str, FieldSpec]:
+        return MappingProxyType({k: f for k, f in cls._fields.items() if f.kind == "output"})
+
+    @property
+    def instructions(cls) -> str:
+        """The docstring / explicit instructions, or default ones generated from the current fields."""
+        if cls._explicit_instructions:
+            return cls._explicit_instructions
+        return _default_instructions(list(cls.input_fields), list(cls.output_fields))
+
+    @property
+    def has_explicit_instructions(cls) -> bool:
+        return bool(cls._explicit_instructions)
+
+    @property
+    def signature(cls) -> str:
+        """The compact string form, e.g. ``"question -> answer: int"`` (types shown when not str)."""
+        from sigform.types import type_name
+
+        def side(fields: Mapping[str, FieldSpec]) -> str:
+            return ", ".join(
+                n if f.annotation is str else f"{n}: {type_name(f.annotation)}" for n, f in fields.items()
+            )
+
+        return f"{side(cls.input_fields)} -> {side(cls.output_fields)}"
+
+    # ---- value semantics -----------------------------------------------------------------------
+    def _identity(cls) -> tuple[Any, ...]:
+        return (cls.instructions, tuple(cls._fields.values()))
+
+    def __eq__(cls, other: object) -> bool:
+        if not isinstance(other, SignatureMeta):
+            return NotImplemented
+        if cls is other:
+            return True
+        return cls._identity() == other._identity()
+
+    def __hash__(cls) -> int:
+        return hash(cls._identity())
+
+    def __repr__(cls) -> str:
+        if not cls._fields:
+            return f"<signature base {cls.__name__}>"
+        return f"{cls.__name__}({cls.signature!r}, instructions={cls.instructions!r})"
+
+    # ---- immutable manipulation -----------------------------------------------------------------
+    def _derive(
+        cls, specs: list[FieldSpec], instructions: str | type[_Keep] | None = None
+    ) -> type[Signature]:
+        explicit = cls._explicit_instructions if instructions is _Keep else instructions
+        return _build(cls.__name__, specs, explicit, base=cls)
+
+    def with_instructions(cls, instructions: str) -> type[Signature]:
+        """A copy with new explicit instructions."""
+        if not isinstance(instructions, str) or not instructions.strip():
+            raise SignatureError("instructions must be a non-empty string")
+        return cls._derive(list(cls._fields.values()), instructions)
+
+    def with_updated_field(cls, name: str, **changes: Any) -> type[Signature]:
+        """A copy where field ``name`` has new ``desc`` / ``annotation`` / ``constraints``."""
+        if name not in cls._fields:
+            raise SignatureError(f"{cls.__name__} has no field `{name}` to update")
+        allowed = {"desc", "annotation", "constraints"}
+        if set(changes) - allowed:
+            raise SignatureError(f"with_updated_field accepts only {sorted(allowed)}, got {sorted(changes)}")
+        specs = [s.replace(**changes) if s.name == name else s for s in cls._fields.values()]
+        return cls._derive(specs, _Keep)
+
+    def insert(cls, index: int, name: str, field: FieldDecl, annotation: Any = str) -> type[Signature]:
+        """A copy with a field inserted at ``index`` among the fields of its kind (inputs or outputs).
+
+        Negative indexes count from the end; ``-1`` appends.
+        """
+        if not isinstance(field, FieldDecl):
+            raise SignatureError(f"insert expects InputField(...) or OutputField(...), got {field!r}")
+        spec = FieldSpec(name, field.kind, annotation, field.desc, field.constraints)
+        inputs = [s for s in cls._fields.values() if s.kind == "input"]
+        outputs = [s for s in cls._fields.values() if s.kind == "output"]
+        group = inputs if field.kind == "input" else outputs
+        position = len(group) + 1 + index if index < 0 else index
+        if not 0 <= position <= len(group):
+            raise SignatureError(f"index {index} is out of range for {len(group)} {field.kind} field(s)")
+        group.insert(position, spec)
+        return cls._derive(inputs + outputs, _Keep)
+
+    def append(cls, name: str, field: FieldDecl, annotation: Any = str) -> type[Signature]:
+        """A copy with a field added after the others of its kind."""
+        return cls.insert(-1, name, field, annotation)
+
+    def prepend(cls, name: str, field: FieldDecl, annotation: Any = str) -> type[Signature]:
+        """A copy with a field added before the others of its kind."""
+        return cls.insert(0, name, field, annotation)
+
+    def delete(cls, name: str) -> type[Signature]:
+        """A copy without field ``name`` (an error if there is no such field)."""
+        if name not in cls._fields:
+            raise SignatureError(f"{cls.__name__} has no field `{name}` to delete")
+        return cls._derive([s for s in cls._fields.values() if s.name != name], _Keep)
+
+    def equals(cls, other: Any) -> bool:
+        """Content equality, same as ``==``."""
+        return cls == other
+
+    # ---- state ----------------------------------------------------------------------------------
+    def dump_state(cls) -> dict[str, Any]:
+        """JSON-ready state: instructions and, per field, name, kind, type string, desc, constraints."""
+        from sigform.signatures.state import dump_state
+
+        return dump_state(cls)
+
+    def load_state(cls, state: Mapping[str, Any]) -> type[Signature]:
+        """A copy with instructions, descriptions and constraints from ``state``, matched by field name."""
+        from sigform.signatures.state import load_state
+
+        return load_state(cls, state)
+
+
+class _Keep:
+    """Sentinel: keep the current explicit instructions."""
+
+
+def _inherited_instructions(bases: tuple[type, ...]) -> str | None:
+    for base in bases:
+        if isinstance(base, SignatureMeta) and base._explicit_instructions:
+            return base._explicit_instructions
+    return None
+
+
+def _resolve_annotations(cls: type, namespace: dict[str, Any]) -> dict[str, Any]:
+    raw = namespace.get("__annotations__", {})
+    if not raw and "__annotate__" in namespace:  # Python 3.14 lazy annotations
+        raw = inspect.get_annotations(cls)
+    module = sys.modules.get(cls.__module__)
+    globalns = dict(vars(module)) if module else {}
+    resolved: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, str):  # `from __future__ import annotations` in the defining module
+            try:
+                value = typing._eval_type(typing.ForwardRef(value), globalns, dict(vars(cls)))  # type: ignore[attr-defined]
+            except Exception as exc:
+                raise SignatureError(f"{cls.__name__}.{key}: cannot resolve type {value!r}: {exc}") from None
+        resolved[key] = value
+    return resolved
+
+
+def _collect_class_fields(
+    cls: type, namespace: dict[str, Any], declared: dict[str, FieldDecl]
+) -> list[FieldSpec]:
+    inherited: list[FieldSpec] = []
+    for base in reversed(cls.__mro__[1:]):
+        if isinstance(base, SignatureMeta):
+            for spec in base._fields.values():
+                inherited = [s for s in inherited if s.name != spec.name] + [spec]
+    annotations = _resolve_annotations(cls, namespace)
+    for key, value in annotations.items():
+        if typing.get_origin(value) is ClassVar:
+            continue
+        if key not in declared:
+            raise SignatureError(
+                f"{cls.__name__}.{key} is annotated but not declared: write "
+                f"`{key}: ... = sf.InputField()` or `= sf.OutputField()`"
+            )
+    order = list(annotations) + [k for k in declared if k not in annotations]
+    own = [
+        FieldSpec(
+            key, declared[key].kind, annotations.get(key, str), declared[key].desc, declared[key].constraints
+        )
+        for key in order
+        if key in declared
+    ]
+    own_names = {s.name for s in own}
+    return [s for s in inherited if s.name not in own_names] + own
+
+
+def _build(
+    name: str, specs: list[FieldSpec], instructions: str | None, base: type | None = None
+) -> type[Signature]:
+    parent = Signature
+    namespace = {
+        "__sigform_fields__": list(specs),
+        "__sigform_instructions__": instructions,
+        "__doc__": instructions,
+        "__module__": base.__module__ if base is not None else __name__,
+        "__qualname__": name,
+    }
+    return SignatureMeta(name, (parent,), namespace)  # type: ignore[return-value]
+
+
+class Signature(metaclass=SignatureMeta):
+    """Base class of all signatures. Subclass it; see the module docstring.
+
+    Read access: ``Sig.input_fields``, ``Sig.output_fields``, ``Sig.fields`` (ordered mappings of
+    name -> :class:`FieldSpec`), ``Sig.instructions``, ``Sig.signature`` (string form).
+    """
+
+    def __init__(self) -> None:
+        raise TypeError("signatures are used as classes; pass the class itself to a program")
+
+
+_FieldsArg = Mapping[str, Any] | str
+
+
+def make_signature(
+    fields: _FieldsArg,
+    instructions: str | None = None,
+    *,
+    types: Mapping[str, Any] | None = None,
+    name: str = "StringSignature",
+) -> type[Signature]:
+    """Build a signature from a string or a dict.
+
+    ``make_signature("question, context: list[str] -> answer: int")`` or
+    ``make_signature({"question": (str, InputField()), "answer": (int, OutputField())})``.
+    Types in strings resolve from builtins, ``typing``, sigform's types (``Image``, ``History``,
+    ...) and ``types`` — never from the caller's variables. Both forms give equal signatures.
+    """
+    specs: list[FieldSpec]
+    if isinstance(fields, str):
+        from sigform.signatures.namespace import signature_namespace
+
+        namespace = {**signature_namespace(), **(types or {})}
+        inputs, outputs = parse_signature_string(fields, namespace)
+        specs = [FieldSpec(n, "input", a) for n, a in inputs] + [
+            FieldSpec(n, "output", a) for n, a in outputs
+        ]
+    elif isinstance(fields, Mapping):
+        specs = []
+        for key, value in fields.items():
+            if isinstance(value, FieldDecl):
+                annotation, decl = str, value
+            elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], FieldDecl):
+                annotation, decl = value
+            elif isinstance(value, FieldSpec):
+                specs.append(value if value.name == key else value.replace(name=key))
+                continue
+            else:
+                raise SignatureError(
+                    f"field `{key}` must be given as (type, InputField()/OutputField()), got {value!r}"
+                )
+            specs.append(FieldSpec(key, decl.kind, annotation, decl.desc, decl.constraints))
+    else:
+        raise SignatureError(
+            f"make_signature expects a string or a dict of fields, got {type(fields).__name__}"
+        )
+    if instructions is not None and (not isinstance(instructions, str) or not instructions.strip()):
+        raise SignatureError("instructions must be a non-empty string or None")
+    _validate_fields(specs, name)
+    return _build(name, specs, inspect.cleandoc(instructions) if instructions else None)
