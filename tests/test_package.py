@@ -1,0 +1,65 @@
+"""Package-level promises: fast, light import; public names; typing marker; lint."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _fresh(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    return out.stdout.strip()
+
+
+def test_import_does_not_import_litellm_or_openai():
+    code = "import sys, sigform; print(sorted(m for m in ('litellm', 'openai', 'httpx') if m in sys.modules))"
+    assert _fresh(code) == "[]"
+
+
+def test_building_a_signature_does_not_import_litellm():
+    code = (
+        "import sys, sigform as sf\n"
+        "sig = sf.make_signature('question -> answer: int')\n"
+        "print('litellm' in sys.modules)"
+    )
+    assert _fresh(code) == "False"
+
+
+def test_every_exported_name_resolves():
+    import sigform
+
+    missing = []
+    for name in sigform.__all__:
+        try:
+            getattr(sigform, name)
+        except AttributeError:
+            missing.append(name)
+    assert missing == []
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    import sigform
+
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        sigform.nope  # noqa: B018
+
+
+def test_py_typed_marker_ships():
+    assert (ROOT / "sigform" / "py.typed").is_file()
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is installed by the dev extra")
+def test_ruff_clean():
+    result = subprocess.run(
+        ["ruff", "check", "--output-format", "concise", "sigform", "tests", "benchmarks"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
