@@ -20,6 +20,7 @@ __all__ = [
     "InputError",
     "LMError",
     "LMTimeoutError",
+    "LocalModelError",
     "ParseError",
     "ProviderError",
     "RateLimitError",
@@ -175,3 +176,8 @@ class ProviderError(LMError):
     """The provider failed on its side: 5xx, connection errors (retried)."""
 
     retryable = True
+
+
+class LocalModelError(LMError):
+    """The embedded local model could not be used: the ``local`` extra is missing, the model
+    file fails its checksum, or the local server failed to start or died (log tail included)."""
