@@ -1,0 +1,237 @@
+"""The process-wide shared server behind ``LM("local")``: start once, reuse, stop at exit.
+
+Policy (documented in the package docstring):
+
+* Within a process, the first :func:`ensure_server` starts (or adopts) a server and later calls
+  reuse it; a thread lock serialises the slow path.
+* Across processes, a file lock on ``<cache>/local-server.json.lock`` serialises start-up and the
+  state file records the server. A recorded server is reused only if its pid is alive and its
+  port answers ``/v1/models`` with our alias.
+* The process that started a server owns it and stops it at exit (``atexit``; and the child's
+  watchdog stops it if the owner is killed). Processes that merely reused it never stop it.
+  When a reused server disappears (its owner exited), the next :func:`ensure_server` starts a
+  server of its own. When our own server dies, it is restarted with a warning, at most
+  ``MAX_RESTARTS`` times per process; after that :class:`LocalModelError` quotes the log.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from pathlib import Path
+
+from sigform.errors import LocalModelError
+from sigform.local._model import default_model_path, ensure_model
+from sigform.local._process import DEFAULT_ALIAS, LocalServer, probe, start_server
+from sigform.local._requirements import require_local_extra
+from sigform.local._state import (
+    ServerState,
+    cache_dir,
+    clear_state,
+    pid_alive,
+    read_state,
+    state_path,
+    write_state,
+)
+
+__all__ = ["MAX_RESTARTS", "current_server", "ensure_server", "serve", "stop_server"]
+
+log = logging.getLogger("sigform.local")
+
+MAX_RESTARTS = 3
+SHARED_LOG = "local-server.log"
+
+_lock = threading.RLock()
+_current: LocalServer | None = None
+_owned: list[LocalServer] = []  # every server this process started: stopped at exit
+_restarts = 0
+_atexit_registered = False
+
+
+def _lock_file() -> str:
+    return str(state_path()) + ".lock"
+
+
+def _track(server: LocalServer) -> None:
+    global _atexit_registered
+    with _lock:
+        _owned.append(server)
+        if not _atexit_registered:
+            atexit.register(_stop_owned)
+            _atexit_registered = True
+
+
+def _stop_owned() -> None:
+    """atexit: stop every server this process started and drop its state-file record."""
+    with _lock:
+        servers = list(_owned)
+        _owned.clear()
+    for server in servers:
+        if server.owned:
+            server.stop(timeout=5.0)
+            _clear_record(server.pid, lock_timeout=2.0)
+
+
+def _clear_record(pid: int, lock_timeout: float) -> None:
+    from filelock import FileLock, Timeout
+
+    try:
+        with FileLock(_lock_file()).acquire(timeout=lock_timeout):
+            clear_state(pid)
+    except Timeout:  # another process is busy starting a server; it checks the pid anyway
+        clear_state(pid)
+
+
+def _forget_after_fork() -> None:
+    # A forked child does not own its parent's servers; it may adopt them via the state file.
+    global _lock, _current, _restarts
+    _lock = threading.RLock()
+    _current = None
+    _owned.clear()
+    _restarts = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def current_server() -> LocalServer | None:
+    """The shared server this process uses (started or adopted), if any."""
+    return _current
+
+
+def ensure_server(*, startup_timeout: float = 120.0) -> str:
+    """Return the OpenAI-compatible ``api_base`` of the shared local model server, starting it
+    (or adopting one another process started) when needed. Cheap once running: call it before
+    every request rather than caching the result, so that a dead server is noticed and replaced.
+
+    Thread-safe and process-safe. Raises :class:`LocalModelError` when the ``local`` extra is
+    missing, the model file fails its checksum, or the server cannot start.
+    """
+    global _current
+    server = _current
+    if server is not None and server.is_alive():
+        return server.api_base
+    with _lock:
+        server = _current
+        if server is not None and server.is_alive():
+            return server.api_base
+        if server is not None:
+            _note_death(server)
+            _current = None
+        _current = _acquire(startup_timeout)
+        return _current.api_base
+
+
+def _note_death(server: LocalServer) -> None:
+    global _restarts
+    if not server.owned:
+        log.info("the shared local model server (pid %d, port %d) is gone; starting one for this process",
+                 server.pid, server.port)
+        return
+    code = server.returncode
+    _restarts += 1
+    tail = server.log_tail()
+    if _restarts > MAX_RESTARTS:
+        raise LocalModelError(
+            f"the local model server (pid {server.pid}, port {server.port}) died (exit code {code}) and "
+            f"has already been restarted {MAX_RESTARTS} times; giving up.\n  log: {server.log_path}\n"
+            f"  last log lines:\n" + "\n".join("    " + line for line in tail.splitlines()),
+            model="local",
+        )
+    log.warning("the local model server (pid %d, port %d) died (exit code %s); restarting it. Log: %s",
+                server.pid, server.port, code, server.log_path)
+
+
+def _acquire(startup_timeout: float) -> LocalServer:
+    require_local_extra()
+    from filelock import FileLock, Timeout
+
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(_lock_file())
+    try:
+        # another process may be starting the server right now: wait for it, then reuse it
+        lock.acquire(timeout=startup_timeout + 60.0)
+    except Timeout as exc:
+        raise LocalModelError(
+            f"timed out waiting for another process to start the local model server (lock {lock.lock_file})",
+            model="local",
+        ) from exc
+    try:
+        reused = _reusable(read_state())
+        if reused is not None:
+            log.info("reusing local model server pid %d at %s", reused.pid, reused.api_base)
+            return reused
+        clear_state()
+        server = start_server(
+            model_path=ensure_model(), log_path=directory / SHARED_LOG, log_dir=directory,
+            alias=DEFAULT_ALIAS, startup_timeout=startup_timeout,
+        )
+        _track(server)
+        write_state(server.to_state())
+        return server
+    finally:
+        lock.release()
+
+
+def _reusable(state: ServerState | None) -> LocalServer | None:
+    """A handle on the recorded server if it is ours to reuse: same model, pid alive, port answering."""
+    if state is None or state.alias != DEFAULT_ALIAS or state.model_path != str(default_model_path()):
+        return None
+    if not pid_alive(state.pid) or not probe(state.host, state.port, state.alias):
+        return None
+    return LocalServer.from_state(state)
+
+
+def stop_server() -> None:
+    """Stop the shared server if this process started it (other processes using it will start
+    their own on their next call); if another process owns it, only stop using it."""
+    global _current
+    with _lock:
+        server, _current = _current, None
+        if server is None:
+            return
+        if server.owned:
+            server.stop()
+            if server in _owned:
+                _owned.remove(server)
+            _clear_record(server.pid, lock_timeout=10.0)
+        else:
+            server.stop()  # forgets it; its owner keeps it running
+
+
+def serve(
+    *,
+    port: int | None = None,
+    model_path: str | Path | None = None,
+    alias: str = DEFAULT_ALIAS,
+    n_ctx: int = 4096,
+    n_threads: int | None = None,
+    n_batch: int = 512,
+    chat_format: str = "gemma",
+    log_path: str | Path | None = None,
+    startup_timeout: float = 120.0,
+    extra_args: tuple[str, ...] = (),
+) -> LocalServer:
+    """Start a dedicated local model server and return it once it answers.
+
+    Unlike :func:`ensure_server` it is not shared with other processes (nothing is written to
+    the state file). Stop it with ``.stop()`` or use it as a context manager; it is also stopped
+    when this process exits. ``model_path`` defaults to the packaged Gemma 3 270M (assembled and
+    verified on first use); ``log_path`` defaults to ``<cache>/local-server-<port>.log``.
+    ``extra_args`` are passed on to ``llama_cpp.server``.
+    """
+    require_local_extra()
+    path = Path(model_path) if model_path is not None else ensure_model()
+    if not path.is_file():
+        raise LocalModelError(f"model file not found: {path}", model="local")
+    server = start_server(
+        model_path=path, log_path=Path(log_path) if log_path is not None else None, log_dir=cache_dir(),
+        port=port, alias=alias, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, chat_format=chat_format,
+        startup_timeout=startup_timeout, extra_args=tuple(extra_args),
+    )
+    _track(server)
+    return server

@@ -1,0 +1,137 @@
+"""The small JSON state file that lets several processes share one local server.
+
+``<cache>/local-server.json`` records the server's port, pid, owning process, model path and
+start time. It is only a hint: before reuse the caller checks that the pid is alive and that the
+port answers with our model alias (see ``_shared``). Writes are atomic (temp file + rename);
+an unreadable or malformed file counts as absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ServerState", "cache_dir", "clear_state", "pid_alive", "read_state", "state_path", "write_state"]
+
+STATE_FILE = "local-server.json"
+
+
+def cache_dir() -> Path:
+    """sigform's cache directory: ``$SIGFORM_CACHE_DIR``, else ``$XDG_CACHE_HOME/sigform``, else
+    ``~/.cache/sigform``."""
+    override = os.environ.get("SIGFORM_CACHE_DIR")
+    if override:
+        return Path(override).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "sigform"
+
+
+def state_path() -> Path:
+    """Path of the shared-server state file in :func:`cache_dir`."""
+    return cache_dir() / STATE_FILE
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """What one process tells the others about the shared server it started."""
+
+    port: int
+    pid: int
+    owner_pid: int
+    model_path: str
+    alias: str
+    started_at: float
+    log_path: str
+    host: str = "127.0.0.1"
+
+    @property
+    def api_base(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+
+def read_state(path: Path | None = None) -> ServerState | None:
+    """The recorded state, or ``None`` when the file is missing, unreadable or malformed."""
+    path = path or state_path()
+    try:
+        raw: Any = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(raw, dict):
+        return None
+    names = {f.name for f in fields(ServerState)}
+    try:
+        state = ServerState(**{k: v for k, v in raw.items() if k in names})
+    except TypeError:  # a required key is missing
+        return None
+    numbers = (state.port, state.pid, state.owner_pid)
+    ints_ok = all(isinstance(v, int) and not isinstance(v, bool) for v in numbers)
+    if not ints_ok or not (0 < state.port < 65536) or state.pid <= 0:
+        return None
+    return state
+
+
+def write_state(state: ServerState, path: Path | None = None) -> None:
+    """Atomically record ``state``."""
+    path = path or state_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(asdict(state), indent=2))
+    os.replace(tmp, path)
+
+
+def clear_state(pid: int | None = None, path: Path | None = None) -> None:
+    """Remove the state file; with ``pid``, only if it still describes that server."""
+    path = path or state_path()
+    if pid is not None:
+        current = read_state(path)
+        if current is None or current.pid != pid:
+            return
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def pid_alive(pid: int) -> bool:
+    """True if a process with ``pid`` exists and is not a zombie (it may belong to another user)."""
+    if pid <= 0:
+        return False
+    if sys.platform == "win32":
+        return _pid_alive_windows(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, but is not ours to signal
+        return True
+    except OSError:
+        return False
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    # A dead child that its parent has not reaped yet still answers kill(pid, 0).
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (macOS) or the process just went away
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+def _pid_alive_windows(pid: int) -> bool:
+    # os.kill(pid, 0) would terminate the process on Windows, so ask the kernel instead.
+    import ctypes
+
+    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return False
+    try:
+        code = ctypes.c_ulong()
+        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259
+    finally:
+        kernel32.CloseHandle(handle)
