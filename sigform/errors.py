@@ -27,6 +27,8 @@ __all__ = [
     "SigformError",
     "SignatureError",
     "StructureError",
+    "ToolArgumentsError",
+    "ToolError",
     "shorten",
 ]
 
@@ -123,6 +125,22 @@ class StructureError(ParseError):
 
 class FieldValueError(ParseError):
     """The structure was found but at least one field's value does not validate."""
+
+
+class ToolError(SigformError):
+    """A tool is defined or used wrongly: an unusable function signature, an unknown command
+    placeholder, a duplicate tool name, a call that needs approval but no approver was given."""
+
+
+class ToolArgumentsError(ToolError):
+    """Arguments for a tool call do not match its schema. ``errors`` names every bad argument; the
+    agent loop sends this message back to the LM as an error result instead of raising."""
+
+    def __init__(self, message: str, *, tool: str, errors: list[FieldError] | None = None) -> None:
+        self.tool = tool
+        self.errors: list[FieldError] = list(errors or [])
+        lines = [message, *(f"  - {e}" for e in self.errors)]
+        super().__init__("\n".join(lines))
 
 
 class LMError(SigformError):
