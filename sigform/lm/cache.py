@@ -1,0 +1,149 @@
+"""Response cache: an in-memory LRU in front of an on-disk cache (diskcache), shared by all LMs.
+
+Entries are pickled snapshots, so every hit returns fresh objects and mutating a returned value
+(a tool call's arguments dict, the logprobs) cannot poison the cache.
+
+Where the cache lives, in order: the ``cache_dir`` setting (``sigform.configure(cache_dir=...)``
+or ``sigform.context(cache_dir=...)``), the ``SIGFORM_CACHE_DIR`` environment variable, then
+``~/.cache/sigform``. The disk size limit is the ``cache_size_limit`` setting in bytes (default
+1 GiB; least recently stored entries are evicted); ``cache_memory_entries`` bounds the memory LRU
+(default 4096). ``cache_disk=False`` keeps the cache in memory only.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from sigform.settings import get_setting
+
+__all__ = [
+    "DEFAULT_MEMORY_ENTRIES",
+    "DEFAULT_SIZE_LIMIT",
+    "ResponseCache",
+    "cache_directory",
+    "clear_caches",
+    "get_cache",
+]
+
+DEFAULT_SIZE_LIMIT = 1 << 30
+DEFAULT_MEMORY_ENTRIES = 4096
+
+
+def cache_directory() -> Path:
+    """The effective cache directory (settings, then ``SIGFORM_CACHE_DIR``, then ~/.cache/sigform)."""
+    configured = get_setting("cache_dir") or os.environ.get("SIGFORM_CACHE_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "sigform"
+
+
+class ResponseCache:
+    """Two-level cache of pickled values keyed by request digests."""
+
+    def __init__(
+        self,
+        directory: Path | str | None,
+        *,
+        size_limit: int = DEFAULT_SIZE_LIMIT,
+        memory_entries: int = DEFAULT_MEMORY_ENTRIES,
+    ) -> None:
+        self.directory = Path(directory) if directory is not None else None
+        self.size_limit = size_limit
+        self.memory_entries = memory_entries
+        self._memory: OrderedDict[str, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+        self._disk: Any = None
+
+    def _disk_cache(self) -> Any:
+        if self.directory is None:
+            return None
+        if self._disk is None:
+            import diskcache  # imported on first use: keeps `import sigform` light
+
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._disk = diskcache.Cache(str(self.directory / "lm"), size_limit=self.size_limit)
+        return self._disk
+
+    def get(self, key: str) -> Any | None:
+        """A fresh copy of the value stored under ``key``, or None."""
+        with self._lock:
+            blob = self._memory.get(key)
+            if blob is not None:
+                self._memory.move_to_end(key)
+        if blob is None:
+            disk = self._disk_cache()
+            blob = disk.get(key) if disk is not None else None
+            if blob is None:
+                return None
+            self._remember(key, blob)
+        return pickle.loads(blob)
+
+    def set(self, key: str, value: Any) -> None:
+        """Store a snapshot of ``value`` (later changes to ``value`` do not reach the cache)."""
+        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        self._remember(key, blob)
+        disk = self._disk_cache()
+        if disk is not None:
+            disk.set(key, blob)
+
+    def _remember(self, key: str, blob: bytes) -> None:
+        with self._lock:
+            self._memory[key] = blob
+            self._memory.move_to_end(key)
+            while len(self._memory) > self.memory_entries:
+                self._memory.popitem(last=False)
+
+    def clear(self) -> None:
+        """Drop every entry, in memory and on disk."""
+        with self._lock:
+            self._memory.clear()
+        disk = self._disk_cache()
+        if disk is not None:
+            disk.clear()
+
+    def __len__(self) -> int:
+        disk = self._disk_cache()
+        return len(disk) if disk is not None else len(self._memory)
+
+    def close(self) -> None:
+        if self._disk is not None:
+            self._disk.close()
+            self._disk = None
+
+    def __repr__(self) -> str:
+        where = str(self.directory) if self.directory else "memory only"
+        return f"ResponseCache({where}, memory_entries={self.memory_entries})"
+
+
+_caches: dict[tuple[str | None, int, int], ResponseCache] = {}
+_caches_lock = threading.Lock()
+
+
+def get_cache() -> ResponseCache:
+    """The shared cache for the current settings (one instance per directory and limits)."""
+    disk = get_setting("cache_disk", True)
+    directory = str(cache_directory()) if disk else None
+    size_limit = int(get_setting("cache_size_limit") or DEFAULT_SIZE_LIMIT)
+    entries = int(get_setting("cache_memory_entries") or DEFAULT_MEMORY_ENTRIES)
+    ident = (directory, size_limit, entries)
+    cache = _caches.get(ident)
+    if cache is None:
+        with _caches_lock:
+            cache = _caches.get(ident)
+            if cache is None:
+                cache = _caches[ident] = ResponseCache(
+                    directory, size_limit=size_limit, memory_entries=entries
+                )
+    return cache
+
+
+def clear_caches() -> None:
+    """Clear and close every cache opened in this process (tests use this)."""
+    with _caches_lock:
+        for cache in _caches.values():
+            cache.clear()
+            cache.close()
+        _caches.clear()

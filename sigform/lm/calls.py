@@ -1,0 +1,123 @@
+"""Sending a request: retries around each attempt, and ``n`` candidates.
+
+``n > 1`` is one request when the provider supports ``n``; otherwise (or when a server returns
+fewer choices than asked, as some OpenAI-compatible servers do) the missing candidates come from
+concurrent single requests - threads for sync calls, tasks for async ones. The request is never
+changed otherwise (no hidden temperature tweaks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from sigform.errors import ProviderError
+from sigform.lm.errors_map import map_exception
+from sigform.lm.interface import Completion, Usage
+from sigform.lm.request import Request
+from sigform.lm.response import parse_choices, parse_usage
+from sigform.lm.retry import RetryPolicy
+from sigform.lm.routing import Route
+
+__all__ = ["acomplete_n", "complete_n"]
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _threads() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="sigform-lm")
+    return _pool
+
+
+def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str, secrets: Iterable[str]) -> Any:
+    attempt = 0
+    while True:
+        try:
+            return route.backend.complete(req)
+        except Exception as exc:
+            err = map_exception(exc, model=label, secrets=secrets)
+            if err is exc:
+                raise
+            if not policy.should_retry(err, attempt):
+                raise err from None
+            time.sleep(policy.delay(err, attempt))
+            attempt += 1
+
+
+async def _attempt_async(
+    route: Route, req: Request, policy: RetryPolicy, label: str, secrets: Iterable[str]
+) -> Any:
+    attempt = 0
+    while True:
+        try:
+            return await route.backend.acomplete(req)
+        except Exception as exc:
+            err = map_exception(exc, model=label, secrets=secrets)
+            if err is exc:
+                raise
+            if not policy.should_retry(err, attempt):
+                raise err from None
+            await asyncio.sleep(policy.delay(err, attempt))
+            attempt += 1
+
+
+def _parse(route: Route, result: tuple[dict[str, Any], float | None]) -> tuple[list[Completion], Usage]:
+    body, cost = result
+    usage = parse_usage(body.get("usage"), cost)
+    return parse_choices(body, model=route.model, provider=route.provider, usage=usage), usage
+
+
+def _merge(parts: list[tuple[list[Completion], Usage]], n: int, label: str) -> list[Completion]:
+    completions = [c for comps, _ in parts for c in comps][:n]
+    if not completions:
+        raise ProviderError(f"{label}: the provider returned no choices", model=label)
+    total = Usage()
+    for _, usage in parts:
+        total = total + usage
+    if len(parts) == 1:
+        return completions
+    return [replace(c, usage=total) for c in completions]
+
+
+def complete_n(
+    route: Route, req: Request, n: int, policy: RetryPolicy, label: str, secrets: Iterable[str]
+) -> list[Completion]:
+    """``n`` completions for ``req`` (sync)."""
+    secrets = tuple(secrets)
+    if n == 1 or route.supports_n:
+        parts = [_parse(route, _attempt_sync(route, req.with_n(n), policy, label, secrets))]
+    else:
+        parts = []
+    missing = n - sum(len(c) for c, _ in parts)
+    if missing > 0:
+        single = req.with_n(None)
+        futures = [
+            _threads().submit(_attempt_sync, route, single, policy, label, secrets) for _ in range(missing)
+        ]
+        parts += [_parse(route, f.result()) for f in futures]
+    return _merge(parts, n, label)
+
+
+async def acomplete_n(
+    route: Route, req: Request, n: int, policy: RetryPolicy, label: str, secrets: Iterable[str]
+) -> list[Completion]:
+    """``n`` completions for ``req`` (async, concurrent requests when needed)."""
+    secrets = tuple(secrets)
+    if n == 1 or route.supports_n:
+        parts = [_parse(route, await _attempt_async(route, req.with_n(n), policy, label, secrets))]
+    else:
+        parts = []
+    missing = n - sum(len(c) for c, _ in parts)
+    if missing > 0:
+        single = req.with_n(None)
+        results = await asyncio.gather(
+            *(_attempt_async(route, single, policy, label, secrets) for _ in range(missing))
+        )
+        parts += [_parse(route, r) for r in results]
+    return _merge(parts, n, label)

@@ -1,0 +1,159 @@
+"""Map openai-SDK and litellm exceptions onto sigform's one error hierarchy.
+
+litellm's exceptions subclass the openai SDK's, so one mapping covers both backends; it works
+from status codes and class names so that it never has to import litellm. The provider's
+message is kept (with secrets scrubbed) on ``LMError.provider_message``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sigform.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ContextWindowError,
+    LMError,
+    LMTimeoutError,
+    ProviderError,
+    RateLimitError,
+)
+from sigform.lm.credentials import scrub
+
+__all__ = ["map_exception", "parse_retry_after"]
+
+_CONTEXT_HINTS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "context length",
+    "prompt is too long",
+    "too many tokens",
+    "input is too long",
+    "exceeds the context",
+)
+_WRAPPED_MODULES = ("openai", "litellm", "httpx", "httpx2", "httpcore", "anyio")
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date)."""
+    if not headers:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _headers_of(exc: BaseException) -> Mapping[str, str] | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is not None:
+        return headers
+    extra = getattr(exc, "litellm_response_headers", None)
+    return extra if isinstance(extra, Mapping) else None
+
+
+def _provider_message(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(err, str):
+            return err
+    message = getattr(exc, "message", None)
+    return message if isinstance(message, str) and message else str(exc) or type(exc).__name__
+
+
+def _error_code(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping):
+            return str(err.get("code") or err.get("type") or "")
+    return str(getattr(exc, "code", "") or "")
+
+
+def _wrappable(exc: BaseException) -> bool:
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
+        return True
+    return any(cls.__module__.split(".")[0] in _WRAPPED_MODULES for cls in type(exc).__mro__)
+
+
+def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()) -> BaseException:
+    """The sigform :class:`LMError` for ``exc``; exceptions that are not API failures (bugs,
+    cancellations) are returned unchanged so they propagate as they are."""
+    if isinstance(exc, LMError) or not _wrappable(exc):
+        return exc
+    secrets = list(secrets)
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        status = status if isinstance(status, int) else None
+    provider_msg = scrub(_provider_message(exc), secrets)
+    low = provider_msg.lower()
+    code = _error_code(exc).lower()
+    kw: dict[str, Any] = {"model": model, "provider_message": provider_msg, "status_code": status}
+
+    def msg(what: str) -> str:
+        head = f"{model}: {what}" + (f" (HTTP {status})" if status else "")
+        return f"{head}: {provider_msg}"
+
+    err: LMError
+    if "ContextWindowExceededError" in names or (
+        (status in (400, 413, None) or "BadRequestError" in names)
+        and (code == "context_length_exceeded" or any(h in low for h in _CONTEXT_HINTS))
+        and "APIConnectionError" not in names
+    ):
+        err = ContextWindowError(msg("the request does not fit the context window"), **kw)
+    elif (
+        "APITimeoutError" in names
+        or "Timeout" in names
+        or isinstance(exc, (TimeoutError, asyncio.TimeoutError))
+    ):
+        err = LMTimeoutError(msg("the request timed out"), **kw)
+    elif (
+        "APIConnectionError" in names
+        or isinstance(exc, ConnectionError)
+        or (
+            status is None
+            and ("ConnectError" in names or "RemoteProtocolError" in names or "ReadError" in names)
+        )
+    ):
+        err = ProviderError(msg("could not reach the provider"), **kw)
+    elif status in (401, 403) or "AuthenticationError" in names or "PermissionDeniedError" in names:
+        err = AuthenticationError(msg("the provider rejected the credentials"), **kw)
+    elif status == 429 or "RateLimitError" in names:
+        err = RateLimitError(msg("rate limited"), retry_after=parse_retry_after(_headers_of(exc)), **kw)
+        if code == "insufficient_quota":
+            err.retryable = False  # waiting does not add credit
+    elif status == 408:
+        err = LMTimeoutError(msg("the provider timed out"), **kw)
+    elif status is not None and (status >= 500 or status == 409):
+        err = ProviderError(msg("the provider failed"), **kw)
+        if isinstance(err, ProviderError):
+            ra = parse_retry_after(_headers_of(exc))
+            err.retry_after = ra  # type: ignore[attr-defined]
+    elif (status is not None and 400 <= status < 500) or "BadRequestError" in names:
+        err = BadRequestError(msg("the provider rejected the request"), **kw)
+    else:
+        err = ProviderError(msg(f"the call failed ({type(exc).__name__})"), **kw)
+        err.retryable = False  # unknown failure: do not hammer the provider
+    err.__cause__ = None
+    return err

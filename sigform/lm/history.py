@@ -1,0 +1,111 @@
+"""Call history: what was sent, what came back, usage, cache hit and latency (never the api key).
+
+Each LM keeps a bounded ``lm.history``; the process keeps the last calls of every LM for
+:func:`inspect_history`, which prints them with rich.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from sigform.lm.interface import Completion, Usage
+
+__all__ = ["GLOBAL_HISTORY_SIZE", "HistoryEntry", "global_history", "inspect_history", "record"]
+
+GLOBAL_HISTORY_SIZE = 1000
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One LM call. ``params`` are the request settings (no credentials); ``error`` is the
+    message of the error the call ended with, if any."""
+
+    model: str
+    provider: str
+    messages: list[dict[str, Any]]
+    params: dict[str, Any]
+    completions: list[Completion]
+    usage: Usage
+    cache_hit: bool
+    latency: float
+    backend: str
+    timestamp: float = field(default_factory=time.time)
+    error: str | None = None
+    api_base: str | None = None
+
+
+_global: deque[HistoryEntry] = deque(maxlen=GLOBAL_HISTORY_SIZE)
+_lock = threading.Lock()
+
+
+def record(entry: HistoryEntry, local: deque[HistoryEntry] | None) -> None:
+    """Append ``entry`` to the LM's history and to the process-wide one."""
+    with _lock:
+        _global.append(entry)
+    if local is not None:
+        local.append(entry)
+
+
+def global_history() -> list[HistoryEntry]:
+    """Every recorded call still in the process-wide history, oldest first."""
+    with _lock:
+        return list(_global)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if isinstance(p, dict) and p.get("type") == "text":
+                parts.append(str(p.get("text", "")))
+            elif isinstance(p, dict):
+                parts.append(f"<{p.get('type', 'part')}>")
+        return "\n".join(parts)
+    return "" if content is None else repr(content)
+
+
+def inspect_history(n: int = 1, *, entries: list[HistoryEntry] | None = None, console: Any = None) -> None:
+    """Print the last ``n`` LM calls (all LMs, or ``entries``): messages, completions, usage,
+    cache hit and latency."""
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.text import Text
+
+    console = console or Console()
+    chosen = (entries if entries is not None else global_history())[-n:] if n > 0 else []
+    for entry in chosen:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.timestamp))
+        u = entry.usage
+        flags = "cache hit" if entry.cache_hit else f"{entry.latency * 1000:.1f} ms"
+        console.rule(f"[bold]{entry.model}[/] ({entry.provider}, {entry.backend}) {stamp} - {flags}")
+        for message in entry.messages:
+            role = str(message.get("role", "?"))
+            body = Text(_content_text(message.get("content")))
+            if message.get("tool_calls"):
+                body.append(f"\n[tool calls: {message['tool_calls']!r}]", style="dim")
+            console.print(Panel(body, title=role, title_align="left", border_style="blue"))
+        if entry.error:
+            console.print(Panel(Text(entry.error), title="error", title_align="left", border_style="red"))
+        for i, c in enumerate(entry.completions):
+            body = Text()
+            if c.reasoning:
+                body.append(c.reasoning + "\n", style="italic dim")
+            body.append(c.text)
+            for call in c.tool_calls:
+                body.append(f"\n-> {call.name}({call.arguments!r})", style="magenta")
+            title = "response" if len(entry.completions) == 1 else f"response {i + 1}"
+            console.print(
+                Panel(body, title=f"{title} [{c.finish_reason}]", title_align="left", border_style="green")
+            )
+        cost = f", cost ${u.cost:.6f}" if u.cost is not None else ""
+        console.print(
+            f"[dim]usage: {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
+            f" ({u.reasoning_tokens} reasoning, {u.cached_tokens} cached){cost}; "
+            f"cache hit: {entry.cache_hit}; latency {entry.latency * 1000:.1f} ms[/]"
+        )

@@ -1,0 +1,159 @@
+"""The route to every provider: litellm's ``completion`` / ``acompletion``.
+
+litellm is imported on the first call, never by ``import sigform``; its model cost map is read
+from the copy shipped with it (``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set before the import),
+so a first call makes no network request of its own. litellm's retries are off (sigform owns the
+retry policy) and so is its debug chatter.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from sigform.lm.request import Request
+
+__all__ = ["LiteLLMBackend", "capability", "get_backend", "import_litellm", "provider_of", "supported_params"]
+
+_import_lock = threading.Lock()
+_litellm: Any = None
+
+
+def import_litellm() -> Any:
+    """Import and configure litellm once (local cost map, quiet, no retries of its own)."""
+    global _litellm
+    if _litellm is None:
+        with _import_lock:
+            if _litellm is None:
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                import litellm
+
+                litellm.suppress_debug_info = True
+                litellm.telemetry = False
+                litellm.drop_params = False  # sigform drops (with a warning) what does not apply
+                _litellm = litellm
+    return _litellm
+
+
+def provider_of(model: str, api_base: str | None = None) -> str:
+    """litellm's provider name for ``model`` (``openai``, ``anthropic``, ...); ``"unknown"`` if none."""
+    litellm = import_litellm()
+    try:
+        return str(litellm.get_llm_provider(model=model, api_base=api_base)[1])
+    except Exception:
+        return "unknown"
+
+
+def supported_params(model: str, provider: str) -> frozenset[str] | None:
+    """The OpenAI-style parameters litellm knows ``model`` accepts (None when it does not know)."""
+    litellm = import_litellm()
+    try:
+        names = litellm.get_supported_openai_params(
+            model=_bare(model, provider), custom_llm_provider=provider
+        )
+    except Exception:
+        return None
+    return frozenset(names) if names else None
+
+
+def capability(feature: str, model: str, provider: str) -> bool:
+    """Answer an adapter capability question from litellm's model map (False when unknown)."""
+    litellm = import_litellm()
+    bare = _bare(model, provider)
+    checks = {
+        "json_schema": lambda: litellm.supports_response_schema(model=bare, custom_llm_provider=provider),
+        "tools": lambda: litellm.supports_function_calling(model=bare, custom_llm_provider=provider),
+        "reasoning": lambda: litellm.supports_reasoning(model=bare, custom_llm_provider=provider),
+        "multimodal": lambda: litellm.supports_vision(model=bare, custom_llm_provider=provider),
+    }
+    try:
+        if feature in checks:
+            return bool(checks[feature]())
+        if feature in ("json_object", "stop"):
+            params = supported_params(model, provider) or frozenset()
+            return ("response_format" if feature == "json_object" else "stop") in params
+    except Exception:
+        return False
+    return False
+
+
+def is_openai_reasoning(model: str, provider: str) -> bool:
+    """OpenAI-family reasoning models (o-series, gpt-5) that accept only temperature=1."""
+    if provider not in ("openai", "azure"):
+        return False
+    litellm = import_litellm()
+    try:
+        return bool(litellm.supports_reasoning(model=_bare(model, provider), custom_llm_provider=provider))
+    except Exception:
+        return False
+
+
+def _bare(model: str, provider: str) -> str:
+    prefix, sep, rest = model.partition("/")
+    return rest if sep and prefix == provider else model
+
+
+class LiteLLMBackend:
+    """Sends :class:`Request` objects through litellm."""
+
+    name = "litellm"
+
+    @staticmethod
+    def _kwargs(req: Request) -> dict[str, Any]:
+        kw: dict[str, Any] = {"model": req.model, "messages": req.messages, **req.params}
+        if req.api_key is not None:
+            kw["api_key"] = req.api_key.get()
+        if req.api_base:
+            kw["api_base"] = req.api_base
+        for name, cred in req.connection.items():
+            kw[name] = cred.get()
+        if req.headers:
+            kw["extra_headers"] = {**kw.get("extra_headers", {}), **req.headers}
+        if req.timeout is not None:
+            kw["timeout"] = req.timeout
+        kw["num_retries"] = 0
+        kw["max_retries"] = 0
+        return kw
+
+    @staticmethod
+    def _result(response: Any) -> tuple[dict[str, Any], float | None]:
+        hidden = getattr(response, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+        if cost is None:
+            try:
+                cost = import_litellm().completion_cost(completion_response=response)
+            except Exception:
+                cost = None
+        return response.model_dump(), (float(cost) if cost is not None else None)
+
+    def complete(self, req: Request) -> tuple[dict[str, Any], float | None]:
+        return self._result(import_litellm().completion(**self._kwargs(req)))
+
+    async def acomplete(self, req: Request) -> tuple[dict[str, Any], float | None]:
+        return self._result(await import_litellm().acompletion(**self._kwargs(req)))
+
+    def stream(self, req: Request) -> Iterator[dict[str, Any]]:
+        kw = self._kwargs(req)
+        kw["stream"] = True
+        kw.setdefault("stream_options", {"include_usage": True})
+        for chunk in import_litellm().completion(**kw):
+            yield chunk.model_dump()
+
+    async def astream(self, req: Request) -> AsyncIterator[dict[str, Any]]:
+        kw = self._kwargs(req)
+        kw["stream"] = True
+        kw.setdefault("stream_options", {"include_usage": True})
+        async for chunk in await import_litellm().acompletion(**kw):
+            yield chunk.model_dump()
+
+
+_backend: LiteLLMBackend | None = None
+
+
+def get_backend() -> LiteLLMBackend:
+    global _backend
+    if _backend is None:
+        _backend = LiteLLMBackend()
+    return _backend

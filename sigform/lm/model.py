@@ -1,0 +1,483 @@
+"""``sigform.LM``: how every program talks to a model.
+
+``LM("provider/model", **defaults)`` sends chat-completions requests through litellm, or through
+the openai SDK for OpenAI-compatible endpoints (the fast path), with a response cache, retries,
+credential resolution, a parameter schema, lifecycle hooks, history and usage totals.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sigform import hooks
+from sigform.errors import LMError
+from sigform.lm import calls
+from sigform.lm.cache import get_cache
+from sigform.lm.credentials import Credential, is_secret_name
+from sigform.lm.history import HistoryEntry, inspect_history, record
+from sigform.lm.interface import Completion, Usage
+from sigform.lm.params import BASE_SPECS, ParameterError, ParamSpec, nest_dotted
+from sigform.lm.request import Request, cache_key, response_format_dict
+from sigform.lm.retry import RetryPolicy
+from sigform.lm.routing import Route, resolve_route
+from sigform.lm.streaming import StreamAccumulator, StreamDelta
+from sigform.settings import get_setting
+
+__all__ = ["LM", "ParameterWarning"]
+
+Message = dict[str, Any]
+
+# connection settings: resolved like credentials and kept out of the request parameters
+_CONNECTION = frozenset(
+    {
+        "api_version",
+        "organization",
+        "project",
+        "base_url",
+        "deployment_id",
+        "region_name",
+        "aws_region_name",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "aws_session_token",
+        "aws_profile_name",
+        "vertex_project",
+        "vertex_location",
+        "vertex_credentials",
+    }
+)
+# per-call options that steer sigform itself, not the request body
+_CONTROL = frozenset({"cache", "num_retries", "timeout", "headers"})
+
+
+class ParameterWarning(UserWarning):
+    """A request setting does not apply to the model and was dropped."""
+
+
+@dataclass
+class _Prepared:
+    route: Route
+    request: Request
+    n: int
+    key: str | None
+    policy: RetryPolicy
+
+
+class LM:
+    """A language model: ``lm(messages, **kw) -> list[Completion]``, ``await lm.acall(...)``.
+
+    ``model`` is a litellm model string (``"openai/gpt-4o-mini"``, ``"anthropic/claude-..."``),
+    ``"local"`` for the embedded local model, or None (the configured ``lm``'s model, else local).
+    ``api_key``, ``api_base`` and connection settings (``api_version``, ``organization``, ...) may be
+    literals, ``"env:NAME"``, ``"cmd:<command>"`` or callables (see
+    :mod:`sigform.lm.credentials`). Other keyword arguments are request defaults (``temperature``,
+    ``max_tokens``, ...), validated against :attr:`param_schema`.
+
+    ``cache`` turns the response cache on or off for this LM (per call: ``lm(..., cache=False)``);
+    ``num_retries`` bounds retries of retryable failures; ``fast_path`` picks the openai-SDK route
+    for OpenAI-compatible endpoints (None = automatic); ``strict`` turns "setting does not apply"
+    warnings into errors; ``callbacks`` are :class:`sigform.hooks.Callback` objects for this LM.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_base: Any = None,
+        api_key: Any = None,
+        cache: bool = True,
+        num_retries: int = 3,
+        timeout: float | None = None,
+        fast_path: bool | None = None,
+        strict: bool = False,
+        callbacks: Sequence[hooks.Callback] | None = None,
+        history_size: int = 1000,
+        retry_delay: float = 0.5,
+        headers: Mapping[str, str] | None = None,
+        capabilities: Mapping[str, bool] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if model is None:
+            configured = get_setting("lm")
+            if isinstance(configured, LM) and configured is not self:
+                model = configured.model
+                api_base = api_base if api_base is not None else configured._api_base
+                api_key = api_key if api_key is not None else configured._api_key
+            else:
+                model = "local"
+        if not isinstance(model, str) or not model:
+            raise TypeError(f"LM model must be a non-empty string like 'openai/gpt-4o-mini', got {model!r}")
+        self.model: str = model
+        self._api_base = Credential("api_base", api_base, secret=False) if api_base is not None else None
+        self._api_key = Credential("api_key", api_key, secret=True) if api_key is not None else None
+        self._connection: dict[str, Credential] = {}
+        defaults: dict[str, Any] = {}
+        for name, value in kwargs.items():
+            if name in _CONNECTION or is_secret_name(name):
+                self._connection[name] = Credential(name, value)
+            else:
+                defaults[name] = value
+        for name, value in defaults.items():
+            spec = BASE_SPECS.get(name)
+            if spec is not None:
+                spec.validate(value, model)
+        self.kwargs: dict[str, Any] = defaults
+        self.cache = cache
+        self.num_retries = num_retries
+        self.timeout = timeout
+        self.fast_path = fast_path
+        self.strict = strict
+        self.callbacks: list[hooks.Callback] = list(callbacks or ())
+        self.retry_delay = retry_delay
+        self.headers: dict[str, str] = dict(headers or {})
+        self.capabilities: dict[str, bool] = dict(capabilities or {})
+        self.history: deque[HistoryEntry] = deque(maxlen=history_size)
+        self._route: Route | None = None
+        self._warned: set[str] = set()
+        self._usage = Usage()
+        self.stats: dict[str, int] = {"calls": 0, "cache_hits": 0, "errors": 0}
+
+    # -- description -----------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        parts = [repr(self.model)]
+        if self._api_base is not None:
+            parts.append(f"api_base={self._api_base.describe()}")
+        if self._api_key is not None:
+            parts.append(f"api_key={self._api_key.describe()}")
+        parts += [f"{k}={c.describe()}" for k, c in self._connection.items()]
+        parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"LM({', '.join(parts)})"
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and cost of every provider call this LM made (cache hits excluded)."""
+        return self._usage
+
+    @property
+    def provider(self) -> str:
+        """The provider name (resolving the route; may import litellm)."""
+        return self._resolve().provider
+
+    @property
+    def param_schema(self) -> dict[str, ParamSpec]:
+        """Every known setting with its type, default, choices, rule and whether it applies here."""
+        return dict(self._resolve().schema)
+
+    def dump_state(self) -> dict[str, Any]:
+        """A JSON-ready description for saving programs. Literal secrets are left out; env-var
+        and command references are kept (they are not secrets)."""
+        state: dict[str, Any] = {"model": self.model, "kwargs": dict(self.kwargs)}
+        if self._api_base is not None and self._api_base.state() is not None:
+            state["api_base"] = self._api_base.state()
+        if self._api_key is not None and self._api_key.state() is not None:
+            state["api_key"] = self._api_key.state()
+        conn = {k: c.state() for k, c in self._connection.items() if c.state() is not None}
+        if conn:
+            state["connection"] = conn
+        for name in ("cache", "num_retries", "timeout", "fast_path", "strict"):
+            state[name] = getattr(self, name)
+        if self.capabilities:
+            state["capabilities"] = dict(self.capabilities)
+        return state
+
+    @classmethod
+    def load_state(cls, state: Mapping[str, Any], **overrides: Any) -> LM:
+        """Rebuild an LM from :meth:`dump_state` output (pass literal secrets as ``overrides``)."""
+        state = dict(state)
+        kwargs = dict(state.pop("kwargs", {}))
+        kwargs.update(state.pop("connection", {}))
+        kwargs.update(state)
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
+    def copy(self, **overrides: Any) -> LM:
+        """A new LM with the same settings (credentials included) and ``overrides`` applied."""
+        args: dict[str, Any] = {
+            "model": self.model,
+            "api_base": self._api_base,
+            "api_key": self._api_key,
+            "cache": self.cache,
+            "num_retries": self.num_retries,
+            "timeout": self.timeout,
+            "fast_path": self.fast_path,
+            "strict": self.strict,
+            "callbacks": list(self.callbacks),
+            "history_size": self.history.maxlen,
+            "retry_delay": self.retry_delay,
+            "headers": dict(self.headers),
+            "capabilities": dict(self.capabilities),
+            **self._connection,
+            **self.kwargs,
+        }
+        args.update(overrides)
+        return type(self)(**args)
+
+    def inspect_history(self, n: int = 1) -> None:
+        """Print this LM's last ``n`` calls."""
+        inspect_history(n, entries=list(self.history))
+
+    # -- capabilities ----------------------------------------------------------------------
+
+    def supports(self, feature: str) -> bool:
+        """Whether the model supports ``feature`` natively (``json_schema``, ``json_object``,
+        ``tools``, ``reasoning``, ``stop``, ``multimodal``). Unknown OpenAI-compatible servers
+        answer conservatively; ``capabilities={...}`` overrides."""
+        if feature in self.capabilities:
+            return bool(self.capabilities[feature])
+        from sigform.lm.routing import fast_path_eligible
+
+        api_base = self._api_base.get() if self._api_base is not None else None
+        if self.model == "local":
+            return feature in ("json_schema", "json_object", "stop")
+        if self.fast_path or (self.fast_path is None and fast_path_eligible(self.model, api_base)):
+            return feature == "stop"
+        from sigform.lm import litellm_backend as lb
+
+        route = self._resolve()
+        return lb.capability(feature, route.model, route.provider)
+
+    # -- request building ------------------------------------------------------------------
+
+    def _resolve(self) -> Route:
+        route = self._route
+        if route is None:
+            api_base = self._api_base.get() if self._api_base is not None else None
+            route = self._route = resolve_route(self.model, api_base, self.fast_path)
+        return route
+
+    def _secrets(self) -> list[str]:
+        out = self._api_key.known_values() if self._api_key is not None else []
+        for cred in self._connection.values():
+            out += cred.known_values()
+        return out
+
+    def _filter(self, route: Route, params: dict[str, Any]) -> dict[str, Any]:
+        schema = route.schema
+        out: dict[str, Any] = {}
+        for name, value in params.items():
+            spec = schema.get(name)
+            if spec is None or value is None:
+                if value is not None:
+                    out[name] = value
+                continue
+            spec.validate(value, self.model)
+            if spec.accepts(value) or (
+                spec.applies and route.openai_reasoning and params.get("reasoning_effort") == "none"
+            ):
+                out[name] = value
+                continue
+            reason = spec.condition if spec.applies else f"`{name}` is {spec.condition}"
+            if self.strict:
+                raise ParameterError(f"setting `{name}`={value!r} does not apply: {reason}")
+            if name not in self._warned:
+                self._warned.add(name)
+                warnings.warn(
+                    f"{self.model}: dropping setting `{name}`={value!r} ({reason})",
+                    ParameterWarning,
+                    stacklevel=4,
+                )
+        return out
+
+    def _prepare(self, messages: Any, kwargs: dict[str, Any]) -> _Prepared:
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        elif not isinstance(messages, list) or not all(
+            isinstance(m, Mapping) and "role" in m for m in messages
+        ):
+            raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts (or a string)")
+        control = {k: kwargs.pop(k) for k in _CONTROL & kwargs.keys()}
+        route = self._resolve()
+        params = self._filter(route, {**self.kwargs, **kwargs} if self.kwargs else kwargs)
+        n = int(params.pop("n", 1) or 1)
+        if "response_format" in params:
+            params["response_format"] = response_format_dict(params["response_format"])
+        for name in ("stop", "tools"):
+            if isinstance(params.get(name), tuple):
+                params[name] = list(params[name])
+        params = nest_dotted(params)
+        timeout = control.get("timeout", self.timeout)
+        headers = {**self.headers, **control["headers"]} if control.get("headers") else dict(self.headers)
+        request = Request(
+            route.model,
+            route.provider,
+            messages,
+            params,
+            route.api_base,
+            self._api_key,
+            self._connection,
+            headers,
+            timeout,
+        )
+        use_cache = control.get("cache")
+        if use_cache is None:
+            use_cache = self.cache and get_setting("cache", True)
+        key = cache_key(request.with_n(n)) if use_cache else None
+        num_retries = control.get("num_retries", self.num_retries)
+        return _Prepared(
+            route, request, n, key, RetryPolicy(num_retries=num_retries, base_delay=self.retry_delay)
+        )
+
+    # -- lifecycle helpers -----------------------------------------------------------------
+
+    def _before(self, prep: _Prepared) -> list[Completion] | None:
+        """Emit the request event (may veto / add headers); return cached completions on a hit."""
+        req = prep.request
+        event = hooks.emit(
+            "request",
+            callbacks=self.callbacks,
+            lm=self,
+            model=self.model,
+            provider=req.provider,
+            messages=req.messages,
+            params=req.params,
+            n=prep.n,
+            headers=dict(req.headers),
+            backend=prep.route.backend.name,
+        )
+        if event is not None and event.headers:
+            req.headers = {**req.headers, **event.headers}
+        if prep.key is None:
+            return None
+        hit = get_cache().get(prep.key)
+        if hit is None:
+            return None
+        return [replace(c, usage=replace(c.usage, cache_hit=True)) for c in hit]
+
+    def _done(self, prep: _Prepared, completions: list[Completion], started: float, cache_hit: bool) -> None:
+        latency = time.perf_counter() - started
+        if not cache_hit and prep.key is not None:
+            get_cache().set(prep.key, completions)
+        usage = completions[0].usage if completions else Usage(cache_hit=cache_hit)
+        self.stats["calls"] += 1
+        if cache_hit:
+            self.stats["cache_hits"] += 1
+        else:
+            self._usage = self._usage + usage
+        req = prep.request
+        record(
+            HistoryEntry(
+                model=self.model,
+                provider=req.provider,
+                messages=[dict(m) for m in req.messages],
+                params={**req.params, "n": prep.n} if prep.n != 1 else dict(req.params),
+                completions=completions,
+                usage=usage,
+                cache_hit=cache_hit,
+                latency=latency,
+                backend=prep.route.backend.name,
+                api_base=req.api_base,
+            ),
+            self.history,
+        )
+        hooks.emit(
+            "response",
+            callbacks=self.callbacks,
+            lm=self,
+            model=self.model,
+            provider=req.provider,
+            messages=req.messages,
+            params=req.params,
+            completions=completions,
+            usage=usage,
+            cache_hit=cache_hit,
+            latency=latency,
+        )
+
+    def _failed(self, prep: _Prepared, error: BaseException, started: float) -> None:
+        latency = time.perf_counter() - started
+        self.stats["errors"] += 1
+        req = prep.request
+        record(
+            HistoryEntry(
+                model=self.model,
+                provider=req.provider,
+                messages=[dict(m) for m in req.messages],
+                params=dict(req.params),
+                completions=[],
+                usage=Usage(),
+                cache_hit=False,
+                latency=latency,
+                backend=prep.route.backend.name,
+                error=f"{type(error).__name__}: {error}",
+                api_base=req.api_base,
+            ),
+            self.history,
+        )
+        hooks.emit(
+            "error",
+            callbacks=self.callbacks,
+            lm=self,
+            model=self.model,
+            provider=req.provider,
+            messages=req.messages,
+            params=req.params,
+            error=error,
+            latency=latency,
+        )
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def __call__(self, messages: list[Message] | str, **kwargs: Any) -> list[Completion]:
+        """Send ``messages``; return ``n`` completions (default 1)."""
+        started = time.perf_counter()
+        prep = self._prepare(messages, kwargs)
+        cached = self._before(prep)
+        if cached is not None:
+            self._done(prep, cached, started, cache_hit=True)
+            return cached
+        try:
+            completions = calls.complete_n(
+                prep.route, prep.request, prep.n, prep.policy, self.model, self._secrets()
+            )
+        except LMError as exc:
+            self._failed(prep, exc, started)
+            raise
+        self._done(prep, completions, started, cache_hit=False)
+        return completions
+
+    async def acall(self, messages: list[Message] | str, **kwargs: Any) -> list[Completion]:
+        """Async :meth:`__call__` (native async I/O, no thread per call)."""
+        started = time.perf_counter()
+        prep = self._prepare(messages, kwargs)
+        cached = self._before(prep)
+        if cached is not None:
+            self._done(prep, cached, started, cache_hit=True)
+            return cached
+        try:
+            completions = await calls.acomplete_n(
+                prep.route, prep.request, prep.n, prep.policy, self.model, self._secrets()
+            )
+        except LMError as exc:
+            self._failed(prep, exc, started)
+            raise
+        self._done(prep, completions, started, cache_hit=False)
+        return completions
+
+    # -- streaming -------------------------------------------------------------------------
+
+    def stream(
+        self, messages: list[Message] | str, **kwargs: Any
+    ) -> Iterator[StreamDelta | list[Completion]]:
+        """Yield :class:`StreamDelta` pieces as they arrive, then the final ``list[Completion]``.
+
+        Retryable failures are retried only before the first piece arrived."""
+        from sigform.lm.streaming_run import run_stream
+
+        return run_stream(self, messages, kwargs)
+
+    def astream(
+        self, messages: list[Message] | str, **kwargs: Any
+    ) -> AsyncIterator[StreamDelta | list[Completion]]:
+        """Async :meth:`stream`."""
+        from sigform.lm.streaming_run import arun_stream
+
+        return arun_stream(self, messages, kwargs)
+
+    def _accumulator(self, prep: _Prepared) -> StreamAccumulator:
+        return StreamAccumulator(model=prep.route.model, provider=prep.route.provider)

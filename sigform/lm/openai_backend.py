@@ -1,0 +1,170 @@
+"""The OpenAI-compatible fast path: the same chat-completions request through the openai SDK.
+
+Used for OpenAI-compatible endpoints (``openai/...`` with an ``api_base``, ``hosted_vllm/...``,
+``lm_studio/...``, the embedded local model) so that a call never imports litellm. One client is
+kept per (api_base, api key) - per event loop for the async client, since connection pools are
+bound to their loop - so connections are pooled. The SDK's own retries are off: sigform owns the
+retry policy. Responses are read as plain JSON (no pydantic model per call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from sigform.lm.request import Request
+
+__all__ = ["FAST_PROVIDERS", "OpenAIBackend", "request_model_name"]
+
+# model prefixes whose endpoints speak the OpenAI chat-completions protocol
+FAST_PROVIDERS = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile", "local", "openai_like"})
+_PLACEHOLDER_KEY = "sk-no-key-required"  # OpenAI-compatible local servers ignore the key
+_DEFAULT_BASES = {"lm_studio": "http://localhost:1234/v1", "llamafile": "http://127.0.0.1:8080/v1"}
+
+
+def request_model_name(model: str) -> str:
+    """The model name the server sees: the provider prefix removed (``openai/x`` -> ``x``)."""
+    prefix, sep, rest = model.partition("/")
+    return rest if sep and prefix in FAST_PROVIDERS else model
+
+
+class OpenAIBackend:
+    """Sends :class:`Request` objects through ``openai.OpenAI`` / ``openai.AsyncOpenAI``."""
+
+    name = "openai-sdk"
+
+    def __init__(self) -> None:
+        self._sync: dict[tuple[str | None, str], Any] = {}
+        self._async: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[tuple[str | None, str], Any]
+        ] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    # -- clients ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _identity(req: Request) -> tuple[str | None, str, dict[str, Any]]:
+        key = req.api_key.get() if req.api_key is not None else None
+        if not key:
+            key = os.environ.get("OPENAI_API_KEY") if req.provider == "openai" else None
+        base = req.api_base or _DEFAULT_BASES.get(req.provider)
+        extra: dict[str, Any] = {}
+        for name in ("organization", "project"):
+            cred = req.connection.get(name)
+            if cred is not None:
+                extra[name] = cred.get()
+        return base, key or _PLACEHOLDER_KEY, extra
+
+    def _client(self, req: Request) -> Any:
+        base, key, extra = self._identity(req)
+        ident = (base, key, *sorted(extra.items()))
+        client = self._sync.get(ident)  # type: ignore[call-overload]
+        if client is None:
+            import openai
+
+            with self._lock:
+                client = self._sync.get(ident)  # type: ignore[call-overload]
+                if client is None:
+                    client = openai.OpenAI(api_key=key, base_url=base, max_retries=0, **extra)
+                    self._sync[ident] = client  # type: ignore[index]
+        return client
+
+    def _aclient(self, req: Request) -> Any:
+        base, key, extra = self._identity(req)
+        ident = (base, key, *sorted(extra.items()))
+        loop = asyncio.get_running_loop()
+        per_loop = self._async.get(loop)
+        if per_loop is None:
+            per_loop = self._async.setdefault(loop, {})
+        client = per_loop.get(ident)  # type: ignore[call-overload]
+        if client is None:
+            import openai
+
+            client = openai.AsyncOpenAI(api_key=key, base_url=base, max_retries=0, **extra)
+            per_loop[ident] = client  # type: ignore[index]
+        return client
+
+    # -- calls -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _body(req: Request, stream: bool = False) -> dict[str, Any]:
+        body = {"model": request_model_name(req.model), "messages": req.messages, **req.params}
+        if stream:
+            body["stream"] = True
+            body.setdefault("stream_options", {"include_usage": True})
+        return body
+
+    @staticmethod
+    def _options(req: Request) -> dict[str, Any]:
+        opts: dict[str, Any] = {}
+        if req.headers:
+            opts["headers"] = req.headers
+        if req.timeout is not None:
+            opts["timeout"] = req.timeout
+        return opts
+
+    def complete(self, req: Request) -> tuple[dict[str, Any], float | None]:
+        """Send ``req``; return the JSON body and the cost (unknown here: None)."""
+        import httpx2
+
+        response = self._client(req).post(
+            "/chat/completions", body=self._body(req), cast_to=httpx2.Response, options=self._options(req)
+        )
+        return response.json(), None
+
+    async def acomplete(self, req: Request) -> tuple[dict[str, Any], float | None]:
+        import httpx2
+
+        response = await self._aclient(req).post(
+            "/chat/completions", body=self._body(req), cast_to=httpx2.Response, options=self._options(req)
+        )
+        return response.json(), None
+
+    def stream(self, req: Request) -> Iterator[dict[str, Any]]:
+        """Chunk dicts of a streamed response."""
+        import openai
+
+        stream = self._client(req).post(
+            "/chat/completions",
+            body=self._body(req, stream=True),
+            cast_to=dict,
+            options=self._options(req),
+            stream=True,
+            stream_cls=openai.Stream[dict],
+        )
+        try:
+            yield from stream
+        finally:
+            stream.close()
+
+    async def astream(self, req: Request) -> AsyncIterator[dict[str, Any]]:
+        import openai
+
+        stream = await self._aclient(req).post(
+            "/chat/completions",
+            body=self._body(req, stream=True),
+            cast_to=dict,
+            options=self._options(req),
+            stream=True,
+            stream_cls=openai.AsyncStream[dict],
+        )
+        try:
+            async for chunk in stream:
+                yield chunk
+        finally:
+            await stream.close()
+
+
+_backend: OpenAIBackend | None = None
+
+
+def get_backend() -> OpenAIBackend:
+    """The process-wide fast-path backend (its client pools are shared by every LM)."""
+    global _backend
+    if _backend is None:
+        _backend = OpenAIBackend()
+    return _backend

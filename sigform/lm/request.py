@@ -1,0 +1,102 @@
+"""One LM request as data, and its cache identity.
+
+A :class:`Request` holds everything a backend needs to send one chat-completions request. The
+api key is kept as a :class:`~sigform.lm.credentials.Credential` and resolved only when the
+request is sent, so it never reaches a cache key, a repr or the history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sigform.lm.credentials import Credential
+
+__all__ = ["Request", "cache_key", "normalise", "response_format_dict"]
+
+Message = dict[str, Any]
+
+
+@dataclass
+class Request:
+    """A chat-completions request: ``model`` is the name sent to the backend (e.g. ``openai/x``)."""
+
+    model: str
+    provider: str
+    messages: list[Message]
+    params: dict[str, Any]
+    api_base: str | None = None
+    api_key: Credential | None = None
+    connection: dict[str, Credential] = field(default_factory=dict)  # api_version, organization ...
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+
+    def with_n(self, n: int | None) -> Request:
+        """A copy asking for ``n`` candidates (``None`` removes the setting)."""
+        params = dict(self.params)
+        if n is None or n == 1:
+            params.pop("n", None)
+        else:
+            params["n"] = n
+        return Request(
+            self.model,
+            self.provider,
+            self.messages,
+            params,
+            self.api_base,
+            self.api_key,
+            self.connection,
+            self.headers,
+            self.timeout,
+        )
+
+
+def normalise(value: Any) -> Any:
+    """A JSON-ready canonical form: integral floats become ints (``0 == 0.0``), tuples lists,
+    pydantic models their JSON schema, other objects their repr."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return int(value)
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): normalise(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [normalise(v) for v in value]
+    if isinstance(value, type) and hasattr(value, "model_json_schema"):
+        return {"pydantic": value.__name__, "schema": normalise(value.model_json_schema())}
+    if hasattr(value, "model_dump"):
+        return normalise(value.model_dump())
+    return repr(value)
+
+
+def cache_key(request: Request, endpoint: str = "chat") -> str:
+    """The full request identity as a hex digest: model, provider, api_base, messages and every
+    parameter, normalised. Never the api key, headers, timeout or retry settings."""
+    identity = {
+        "endpoint": endpoint,
+        "model": request.model,
+        "provider": request.provider,
+        "api_base": (request.api_base or "").rstrip("/"),
+        "messages": normalise(request.messages),
+        "params": normalise(request.params),
+    }
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def response_format_dict(fmt: Any) -> Any:
+    """A pydantic model class as an OpenAI ``json_schema`` response format; dicts unchanged."""
+    if isinstance(fmt, type) and hasattr(fmt, "model_json_schema"):
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": fmt.__name__, "schema": fmt.model_json_schema(), "strict": False},
+        }
+    return fmt

@@ -1,0 +1,96 @@
+"""Which backend serves a model, under which provider name, and what the model supports.
+
+Resolved once per LM, at its first call (so constructing an LM never imports litellm):
+
+* the fast path (openai SDK) for OpenAI-compatible endpoints: ``openai/...`` with an
+  ``api_base``, ``hosted_vllm/...``, ``lm_studio/...``, ``llamafile/...`` and the embedded
+  local model (``"local"``), unless ``fast_path=False``;
+* litellm for everything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sigform.lm.params import ParamSpec, build_schema
+
+__all__ = ["LOCAL_MODEL", "Route", "fast_path_eligible", "resolve_route"]
+
+LOCAL_MODEL = "openai/gemma-3-270m"
+# providers served through an OpenAI-compatible endpoint even without an explicit api_base
+_BASELESS_FAST = frozenset({"lm_studio", "llamafile"})
+
+
+@dataclass(frozen=True)
+class Route:
+    """How requests for one LM are sent."""
+
+    backend: Any  # OpenAIBackend or LiteLLMBackend
+    model: str  # the model string handed to the backend
+    provider: str
+    api_base: str | None
+    schema: dict[str, ParamSpec]
+    supports_n: bool
+    openai_reasoning: bool = False
+
+    @property
+    def fast(self) -> bool:
+        return self.backend.name == "openai-sdk"
+
+
+def _prefix(model: str) -> str:
+    prefix, sep, _ = model.partition("/")
+    return prefix if sep else ""
+
+
+def fast_path_eligible(model: str, api_base: str | None) -> bool:
+    """Whether ``model`` (with ``api_base``) is an OpenAI-compatible endpoint."""
+    from sigform.lm.openai_backend import FAST_PROVIDERS
+
+    if model == "local":
+        return True
+    prefix = _prefix(model)
+    return prefix in FAST_PROVIDERS and (bool(api_base) or prefix in _BASELESS_FAST)
+
+
+def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> Route:
+    """Pick the backend for ``model``; ``"local"`` starts (or finds) the embedded model server."""
+    provider = "local" if model == "local" else None
+    send_model = model
+    if model == "local":
+        import sigform.local  # the local-model helper's module; imported only when asked for
+
+        api_base = sigform.local.ensure_server()
+        send_model = LOCAL_MODEL
+    use_fast = fast_path if fast_path is not None else fast_path_eligible(model, api_base)
+    if use_fast:
+        from sigform.lm.openai_backend import FAST_PROVIDERS, get_backend
+
+        prefix = _prefix(send_model)
+        if provider is None:
+            if prefix and prefix not in FAST_PROVIDERS:
+                raise ValueError(
+                    f"fast_path=True needs an OpenAI-compatible model (openai/..., hosted_vllm/..., local); "
+                    f"{model!r} belongs to provider {prefix!r}"
+                )
+            provider = prefix or "openai"
+        # an unknown OpenAI-compatible server: every setting is passed on, the server decides
+        return Route(
+            get_backend(), send_model, provider, api_base, build_schema(model, None), supports_n=True
+        )
+
+    from sigform.lm import litellm_backend as lb
+
+    provider = lb.provider_of(send_model, api_base)
+    supported = lb.supported_params(send_model, provider)
+    reasoning = lb.is_openai_reasoning(send_model, provider)
+    return Route(
+        lb.get_backend(),
+        send_model,
+        provider,
+        api_base,
+        build_schema(model, supported, openai_reasoning=reasoning),
+        supports_n=supported is None or "n" in supported,
+        openai_reasoning=reasoning,
+    )

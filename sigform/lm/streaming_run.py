@@ -1,0 +1,121 @@
+"""Driving a streamed call: hooks, cache, retries before the first piece, history.
+
+A failure after pieces were already yielded is not retried (a retry would repeat them).
+A cache hit is replayed as one piece per candidate and field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from sigform.errors import ProviderError
+from sigform.lm.errors_map import map_exception
+from sigform.lm.interface import Completion
+from sigform.lm.streaming import StreamDelta
+
+if TYPE_CHECKING:
+    from sigform.lm.model import LM, _Prepared
+
+__all__ = ["arun_stream", "run_stream"]
+
+
+def _replay(completions: list[Completion]) -> Iterator[StreamDelta]:
+    for i, c in enumerate(completions):
+        if c.reasoning:
+            yield StreamDelta("reasoning", c.reasoning, i)
+        if c.text:
+            yield StreamDelta("text", c.text, i)
+        for t, call in enumerate(c.tool_calls):
+            args = call.arguments if isinstance(call.arguments, str) else _json(call.arguments)
+            yield StreamDelta("tool_call", args, i, t, call.id, call.name)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def _finish(lm: LM, prep: _Prepared, completions: list[Completion], started: float) -> list[Completion]:
+    if not completions:
+        raise ProviderError(f"{lm.model}: the provider streamed no choices", model=lm.model)
+    lm._done(prep, completions, started, cache_hit=False)
+    return completions
+
+
+def run_stream(lm: LM, messages: Any, kwargs: dict[str, Any]) -> Iterator[StreamDelta | list[Completion]]:
+    started = time.perf_counter()
+    prep = lm._prepare(messages, kwargs)  # invalid settings fail here, before any I/O
+
+    def gen() -> Iterator[StreamDelta | list[Completion]]:
+        cached = lm._before(prep)
+        if cached is not None:
+            yield from _replay(cached)
+            lm._done(prep, cached, started, cache_hit=True)
+            yield cached
+            return
+        req = prep.request.with_n(prep.n)
+        attempt = 0
+        while True:
+            acc = lm._accumulator(prep)
+            yielded = False
+            try:
+                for chunk in prep.route.backend.stream(req):
+                    for delta in acc.feed(chunk):
+                        yielded = True
+                        yield delta
+                break
+            except Exception as exc:
+                err = map_exception(exc, model=lm.model, secrets=lm._secrets())
+                if err is exc:
+                    raise
+                if yielded or not prep.policy.should_retry(err, attempt):
+                    lm._failed(prep, err, started)
+                    raise err from None
+                time.sleep(prep.policy.delay(err, attempt))
+                attempt += 1
+        yield _finish(lm, prep, acc.completions(), started)
+
+    return gen()
+
+
+def arun_stream(
+    lm: LM, messages: Any, kwargs: dict[str, Any]
+) -> AsyncIterator[StreamDelta | list[Completion]]:
+    started = time.perf_counter()
+    prep = lm._prepare(messages, kwargs)
+
+    async def gen() -> AsyncIterator[StreamDelta | list[Completion]]:
+        cached = lm._before(prep)
+        if cached is not None:
+            for delta in _replay(cached):
+                yield delta
+            lm._done(prep, cached, started, cache_hit=True)
+            yield cached
+            return
+        req = prep.request.with_n(prep.n)
+        attempt = 0
+        while True:
+            acc = lm._accumulator(prep)
+            yielded = False
+            try:
+                async for chunk in prep.route.backend.astream(req):
+                    for delta in acc.feed(chunk):
+                        yielded = True
+                        yield delta
+                break
+            except Exception as exc:
+                err = map_exception(exc, model=lm.model, secrets=lm._secrets())
+                if err is exc:
+                    raise
+                if yielded or not prep.policy.should_retry(err, attempt):
+                    lm._failed(prep, err, started)
+                    raise err from None
+                await asyncio.sleep(prep.policy.delay(err, attempt))
+                attempt += 1
+        yield _finish(lm, prep, acc.completions(), started)
+
+    return gen()
