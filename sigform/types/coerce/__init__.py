@@ -1,0 +1,108 @@
+"""Coercing LM text (or an already-parsed JSON value) to a Python annotation.
+
+``coerce("1,048,576", int)`` -> ``1048576``; ``coerce("Decision: escalate", Literal[...])``
+-> ``"escalate"``; ``coerce("- a\\n- b", list[str])`` -> ``["a", "b"]``. A value is recovered
+only when the text has exactly one sensible reading; otherwise a
+:class:`~sigform.errors.FieldValueError` says which field, which type, what was seen and why.
+Nothing else ever escapes :func:`coerce`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from sigform.errors import FieldError, FieldValueError, shorten
+from sigform.types.coerce._plan import Invalid, adapter_for, plan_for
+from sigform.types.coerce._union import pydantic_message
+from sigform.types.names import type_name
+
+__all__ = ["coerce", "coerce_fields", "field_error"]
+
+# tests flip this to surface internal bugs instead of wrapping them as parse errors
+_RERAISE_INTERNAL = False
+
+
+def coerce(value: Any, annotation: Any, *, field: str = "value") -> Any:
+    """Return ``value`` (LM text or a parsed JSON value) as a valid value of ``annotation``.
+
+    ``field`` names the field in errors and drives field-name rules (``$`` only on ``*_usd``
+    fields, ``%`` only on ``*_percent`` fields). Constraints in ``Annotated[T, Field(...)]``
+    are enforced. Raises :class:`~sigform.errors.FieldValueError` (one ``FieldError``) and
+    nothing else.
+    """
+    try:
+        return _coerce(value, annotation, field)
+    except FieldValueError:
+        raise
+    except Exception as exc:
+        raise FieldValueError(
+            f"could not read field `{field}`", errors=[field_error(field, annotation, value, exc)]
+        ) from None
+
+
+def _coerce(value: Any, annotation: Any, field: str) -> Any:
+    node = plan_for(annotation)
+    out = node.convert(value, field, True)
+    if node.needs_validation:
+        adapter = adapter_for(annotation)
+        if adapter is not None:
+            out = adapter.validate_python(out)
+    return out
+
+
+def field_error(field: str, annotation: Any, value: Any, exc: BaseException) -> FieldError:
+    """The :class:`FieldError` describing ``exc`` raised while reading ``value`` for ``field``."""
+    if isinstance(exc, Invalid):
+        where = exc.where()
+        message = f"{where}: {exc.message}" if where else exc.message
+    elif isinstance(exc, ValidationError):
+        message = pydantic_message(exc)
+    elif isinstance(exc, RecursionError):
+        message = "the value is nested too deeply to read"
+    else:
+        if _RERAISE_INTERNAL:
+            raise exc
+        message = f"the value could not be read ({type(exc).__name__}: {shorten(str(exc), 80)})"
+    try:
+        expected = type_name(annotation)
+    except Exception:
+        expected = repr(annotation)
+    return FieldError(field=field, expected=expected, seen=shorten(value), message=message)
+
+
+def coerce_fields(values: dict[str, Any], annotations: dict[str, Any]) -> dict[str, Any]:
+    """Coerce several fields; raise ONE :class:`FieldValueError` listing every failing field.
+
+    ``values`` and ``annotations`` are keyed by field name; a field missing from ``values`` is
+    reported as missing. The result follows the order of ``annotations``.
+    """
+    out: dict[str, Any] = {}
+    errors: list[FieldError] = []
+    for name, annotation in annotations.items():
+        if name not in values:
+            errors.append(
+                FieldError(
+                    field=name,
+                    expected=_safe_name(annotation),
+                    seen="(nothing)",
+                    message="the field is missing",
+                )
+            )
+            continue
+        try:
+            out[name] = _coerce(values[name], annotation, name)
+        except Exception as exc:
+            errors.append(field_error(name, annotation, values[name], exc))
+    if errors:
+        plural = "s" if len(errors) > 1 else ""
+        raise FieldValueError(f"could not read {len(errors)} field{plural}", errors=errors)
+    return out
+
+
+def _safe_name(annotation: Any) -> str:
+    try:
+        return type_name(annotation)
+    except Exception:
+        return repr(annotation)

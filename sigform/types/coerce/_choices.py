@@ -1,0 +1,211 @@
+"""Choice nodes: ``Literal[...]`` and ``Enum`` classes.
+
+A choice is found in tiers, and a tier only answers when exactly one allowed value matches:
+exact value, then case-insensitive, then ignoring spaces/underscores/hyphens. Enums also
+match member names (``PLUG_IN_HYBRID``, ``Tier.SILVER``) and, for numeric enums, the value as
+text (``"4"``). Positions are never read as members.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Any
+
+from sigform.types.coerce._numbers import INT_TEXT
+from sigform.types.coerce._plan import Invalid, Node
+from sigform.types.coerce._scalars import _scalar_text, describe_seen, unwrap_single
+
+__all__ = ["EnumNode", "LiteralNode"]
+
+_SEP = re.compile(r"[\s_\-]+")
+_QUALIFIED = re.compile(r"\A[A-Za-z_]\w*\.([A-Za-z_]\w*)\Z")
+
+
+def _loose(text: str) -> str:
+    return _SEP.sub(" ", text.casefold()).strip()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same kind: ``True`` is not ``1``, ``1`` is not ``1.0`` for a choice."""
+    return type(a) is type(b) and a == b
+
+
+class _ChoiceNode(Node):
+    """Shared matching over ``options``: list of (canonical value, text forms by tier)."""
+
+    choices: tuple[Any, ...]
+
+    def _options(self) -> list[tuple[Any, list[str]]]:
+        raise NotImplementedError
+
+    def _index(self) -> None:
+        # tier tables: text form -> list of canonical values
+        self.tiers: list[dict[str, list[Any]]] = [{}, {}, {}]
+        for canonical, forms in self._options():
+            for form in forms:
+                for tier, key in enumerate((form, form.casefold(), _loose(form))):
+                    bucket = self.tiers[tier].setdefault(key, [])
+                    if not any(c is canonical for c in bucket):
+                        bucket.append(canonical)
+
+    def match_text(self, text: str) -> Any:
+        for tier, key in enumerate((text, text.casefold(), _loose(text))):
+            hits = self.tiers[tier].get(key)
+            if hits:
+                if len(hits) == 1:
+                    return hits[0]
+                raise Invalid(f"{text[:40]!r} matches several allowed values: {', '.join(map(repr, hits))}")
+        return _MISSING
+
+    def allowed(self) -> str:
+        return ", ".join(repr(c.value if isinstance(c, enum.Enum) else c) for c in self.choices)
+
+
+_MISSING = object()
+
+
+class LiteralNode(_ChoiceNode):
+    """One of the Literal's values; text matched by the tiers above."""
+
+    def __init__(self, annotation: Any, choices: tuple[Any, ...]) -> None:
+        super().__init__(annotation)
+        self.choices = choices
+        self._index()
+
+    def _options(self) -> list[tuple[Any, list[str]]]:
+        out = []
+        for c in self.choices:
+            if isinstance(c, enum.Enum):
+                forms = [c.name, f"{type(c).__name__}.{c.name}"]
+                if isinstance(c.value, str):
+                    forms.append(c.value)
+                elif type(c.value) is int:
+                    forms.append(str(c.value))
+                out.append((c, forms))
+            elif isinstance(c, bool):
+                out.append((c, ["true", "yes"] if c else ["false", "no"]))
+            elif isinstance(c, (str, int)):
+                out.append((c, [str(c)]))
+            elif c is None:
+                out.append((c, ["None", "null"]))
+            else:  # bytes and other exotic literals: exact str form only
+                out.append((c, [str(c)]))
+        return out
+
+    def convert(self, value: Any, name: str, text: bool) -> Any:
+        for c in self.choices:
+            if _same(value, c):
+                return c
+        if isinstance(value, str):
+            cleaned, inner = _scalar_text(value, name, self)
+            if cleaned is None:
+                return self.convert(inner, name, False)
+            hit = self.match_text(cleaned)
+            if hit is _MISSING:
+                raise Invalid(
+                    "the value is empty"
+                    if not cleaned
+                    else f"{cleaned[:60]!r} is not one of: {self.allowed()}"
+                )
+            return hit
+        if isinstance(value, float) and value.is_integer() and not isinstance(value, bool):
+            for c in self.choices:
+                if _same(int(value), c):
+                    return c
+        if type(value) is int:
+            hit = self.match_text(str(value))
+            if hit is not _MISSING and not isinstance(hit, int):
+                return hit
+        ok, inner = unwrap_single(value, name)
+        if ok and not isinstance(inner, (dict, list)):
+            return self.convert(inner, name, False)
+        if isinstance(value, (dict, list, bool)) or value is None:
+            raise Invalid(f"expected one of: {self.allowed()}; got {describe_seen(value)}")
+        raise Invalid(f"{value!r} is not one of: {self.allowed()}")
+
+    def fit(self, value: Any, text: bool) -> float:
+        if any(_same(value, c) for c in self.choices):
+            return 2.0
+        if isinstance(value, str) and self.tiers[0].get(value.strip()):
+            return 1.5
+        return 0.0
+
+
+class EnumNode(_ChoiceNode):
+    """An Enum member by value or by name, in any case, or as ``Enum.NAME``."""
+
+    def __init__(self, annotation: type[enum.Enum]) -> None:
+        super().__init__(annotation)
+        self.choices = tuple(annotation)
+        self.by_value: dict[Any, enum.Enum] = {}
+        for m in self.choices:
+            try:
+                self.by_value.setdefault((type(m.value), m.value), m)
+            except TypeError:  # unhashable value
+                pass
+        self.numeric = all(type(m.value) is int for m in self.choices)
+        self._index()
+
+    def _options(self) -> list[tuple[Any, list[str]]]:
+        out = []
+        for m in self.choices:
+            forms = [m.name]
+            if isinstance(m.value, str):
+                forms.append(m.value)
+            elif type(m.value) is int or type(m.value) is float:
+                forms.append(str(m.value))
+            out.append((m, forms))
+        return out
+
+    def convert(self, value: Any, name: str, text: bool) -> Any:
+        if isinstance(value, self.annotation):
+            return value
+        if not isinstance(value, (str, bool, dict, list)):
+            try:
+                hit = self.by_value.get((type(value), value))
+            except TypeError:
+                hit = None
+            if hit is not None:
+                return hit
+            if isinstance(value, float) and value.is_integer():
+                hit = self.by_value.get((int, int(value)))
+                if hit is not None:
+                    return hit
+        if isinstance(value, str):
+            cleaned, inner = _scalar_text(value, name, self)
+            if cleaned is None:
+                return self.convert(inner, name, False)
+            hit = self.match_text(cleaned)
+            if hit is _MISSING:
+                q = _QUALIFIED.match(cleaned)
+                if q and cleaned.split(".")[0].casefold() == self.annotation.__name__.casefold():
+                    hit = self.match_text(q.group(1))
+            if hit is _MISSING and self.numeric and INT_TEXT.fullmatch(cleaned):
+                hit = self.by_value.get((int, int(cleaned)), _MISSING)
+            if hit is _MISSING:
+                raise Invalid(
+                    "the value is empty"
+                    if not cleaned
+                    else f"{cleaned[:60]!r} is not one of: {self.allowed()}"
+                )
+            return hit
+        ok, inner = unwrap_single(value, name)
+        if ok and not isinstance(inner, (dict, list)):
+            return self.convert(inner, name, False)
+        if isinstance(value, (dict, list, bool)) or value is None:
+            raise Invalid(f"expected one of: {self.allowed()}; got {describe_seen(value)}")
+        raise Invalid(f"{value!r} is not one of: {self.allowed()}")
+
+    def fit(self, value: Any, text: bool) -> float:
+        if isinstance(value, self.annotation):
+            return 3.0
+        if not isinstance(value, (str, bool, dict, list)):
+            try:
+                if (type(value), value) in self.by_value:
+                    return 2.0
+            except TypeError:
+                return 0.0
+        if isinstance(value, str) and self.tiers[0].get(value.strip()):
+            return 1.5
+        return 0.0

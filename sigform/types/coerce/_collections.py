@@ -1,0 +1,260 @@
+"""Collection nodes: list/set/frozenset/variadic tuple, fixed tuple, dict.
+
+Besides JSON, text collections are read the way people write them: bullet or numbered lines,
+plain lines, comma-separated values, a bare scalar (a one-element list) and, for dicts,
+``key: value`` lines. Every item then goes through the item type's own node, so one bad item
+fails the whole value (with its index in the error).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sigform.types.coerce._jsontext import parse_json
+from sigform.types.coerce._plan import Invalid, Node, plan_for
+from sigform.types.coerce._scalars import FloatNode, IntNode, describe_seen
+from sigform.types.coerce._text import WRAPPER_KEYS, key_norm, strip_fence, unwrap_quotes
+
+__all__ = ["DictNode", "SeqNode", "TupleNode", "split_items"]
+
+_MARKER = re.compile(r"\A(?:[-*\u2022+]|\d{1,3}[.)]|\(\d{1,3}\))\s+(.*)\Z", re.S)
+_THOUSANDS = re.compile(r"[-+]?\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?")
+_KEY_LINE = re.compile(r"\A(?:[-*\u2022+]\s+)?(.+?)\s*[:=]\s*(.*)\Z", re.S)
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line.strip()]
+
+
+def split_items(text: str, numeric: bool) -> list[str]:
+    """Split free text into item texts; raises :class:`Invalid` when there is no single reading."""
+    lines = _lines(text)
+    if not lines:
+        raise Invalid("the value is empty")
+    marked = [_MARKER.match(line.strip()) for line in lines]
+    if len(lines) > 1 or marked[0]:
+        if not marked[0] and lines[0].rstrip().endswith(":") and len(lines) > 1 and all(marked[1:]):
+            marked, lines = marked[1:], lines[1:]  # "The symptoms are:" intro line
+        if all(marked):
+            return [m.group(1).strip() for m in marked if m]
+        if not any(marked):
+            return [line.strip() for line in lines]
+        raise Invalid("the list mixes items and other text")
+    line = lines[0].strip()
+    if numeric:
+        if _THOUSANDS.fullmatch(line):
+            raise Invalid(f"{line!r} is ambiguous: one number with a thousands separator, or a list?")
+        parts = re.split(r",\s+", line) if ", " in line else line.split(",")
+    elif "," in line:
+        parts = line.split(",")
+    elif ";" in line:
+        parts = line.split(";")
+    else:
+        return [line]
+    items = [p.strip() for p in parts]
+    if items and not items[-1]:
+        items.pop()  # "a, b," trailing separator
+    if any(not item for item in items):
+        raise Invalid("the list has an empty item")
+    return items
+
+
+class SeqNode(Node):
+    """list, set, frozenset, Sequence or ``tuple[X, ...]`` of one item type."""
+
+    def __init__(self, annotation: Any, item: Any, build: type) -> None:
+        super().__init__(annotation)
+        self.item_annotation = item
+        self.build = build
+        self.item: Node | None = None
+
+    def item_node(self) -> Node:
+        if self.item is None:
+            self.item = plan_for(self.item_annotation)
+        return self.item
+
+    @property
+    def needs_validation(self) -> bool:  # type: ignore[override]
+        return self.item_node().needs_validation
+
+    def convert(self, value: Any, name: str, text: bool) -> Any:
+        item = self.item_node()
+        if isinstance(value, str):
+            s = strip_fence(value.strip())
+            if s[:1] == "[" or (s[:1] == "{" and s[-1:] == "}"):
+                return self.convert(parse_json(s), name, False)
+            if not s:
+                raise Invalid("the value is empty")
+            if getattr(item, "is_record", False):
+                raise Invalid("expected a JSON list of objects")
+            numeric = isinstance(item, (IntNode, FloatNode))
+            return self._items(split_items(s, numeric), item, name, True)
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return self._items(value, item, name, False)
+        if isinstance(value, dict):
+            if len(value) == 1:
+                ((key, inner),) = value.items()
+                if (
+                    isinstance(inner, list)
+                    and isinstance(key, str)
+                    and (
+                        key_norm(key) in WRAPPER_KEYS
+                        or key_norm(key) == key_norm(name)
+                        or key_norm(key) == "items"
+                    )
+                ):
+                    return self._items(inner, item, name, False)
+            if getattr(item, "is_record", False):
+                return self._items([value], item, name, False)
+        raise Invalid(f"expected a list, got {describe_seen(value)}")
+
+    def _items(self, values: Any, item: Node, name: str, text: bool) -> Any:
+        out = []
+        for i, v in enumerate(values):
+            try:
+                out.append(item.convert(v, name, text))
+            except Invalid as exc:
+                raise exc.at(i) from None
+        try:
+            return out if self.build is list else self.build(out)
+        except TypeError:
+            raise Invalid("the items cannot be collected into a set (unhashable)") from None
+
+    def fit(self, value: Any, text: bool) -> float:
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return 2.0
+        if isinstance(value, str) and value.strip()[:1] == "[":
+            return 1.0
+        return 0.0
+
+
+class TupleNode(Node):
+    """``tuple[A, B, C]``: exactly that many items, each read by its own type."""
+
+    def __init__(self, annotation: Any, items: tuple[Any, ...]) -> None:
+        super().__init__(annotation)
+        self.item_annotations = items
+        self.items: list[Node] | None = None
+
+    def item_nodes(self) -> list[Node]:
+        if self.items is None:
+            self.items = [plan_for(a) for a in self.item_annotations]
+        return self.items
+
+    @property
+    def needs_validation(self) -> bool:  # type: ignore[override]
+        return any(n.needs_validation for n in self.item_nodes())
+
+    def convert(self, value: Any, name: str, text: bool) -> Any:
+        nodes = self.item_nodes()
+        as_text = False
+        if isinstance(value, str):
+            s = strip_fence(value.strip())
+            if s[:1] == "[":
+                value = parse_json(s)
+            else:
+                numeric = all(isinstance(n, (IntNode, FloatNode)) for n in nodes)
+                value, as_text = split_items(s, numeric), True
+        if not isinstance(value, (list, tuple)):
+            raise Invalid(f"expected a list of {len(nodes)} items, got {describe_seen(value)}")
+        if len(value) != len(nodes):
+            raise Invalid(f"expected exactly {len(nodes)} items, got {len(value)}")
+        out = []
+        for i, (node, v) in enumerate(zip(nodes, value, strict=True)):
+            try:
+                out.append(node.convert(v, name, as_text))
+            except Invalid as exc:
+                raise exc.at(i) from None
+        return tuple(out)
+
+    def fit(self, value: Any, text: bool) -> float:
+        if isinstance(value, (list, tuple)) and len(value) == len(self.item_annotations):
+            return 2.0
+        return 0.0
+
+
+class DictNode(Node):
+    """``dict[K, V]``: a JSON object, ``key: value`` lines, or ``[{"key": k, "value": v}, ...]``
+    (the strict structured-output form of an open dict)."""
+
+    def __init__(self, annotation: Any, key: Any, value: Any) -> None:
+        super().__init__(annotation)
+        self.key_annotation = key
+        self.value_annotation = value
+        self.nodes: tuple[Node, Node] | None = None
+
+    def kv_nodes(self) -> tuple[Node, Node]:
+        if self.nodes is None:
+            self.nodes = (plan_for(self.key_annotation), plan_for(self.value_annotation))
+        return self.nodes
+
+    @property
+    def needs_validation(self) -> bool:  # type: ignore[override]
+        k, v = self.kv_nodes()
+        return k.needs_validation or v.needs_validation
+
+    def convert(self, value: Any, name: str, text: bool) -> Any:
+        if isinstance(value, str):
+            s = strip_fence(value.strip())
+            if s[:1] in ("{", "["):
+                return self.convert(parse_json(s), name, False)
+            return self._pairs(self._lines(s), name, True)
+        if isinstance(value, dict):
+            try:
+                return self._pairs(list(value.items()), name, False)
+            except Invalid:
+                if len(value) == 1:
+                    ((key, inner),) = value.items()
+                    if (
+                        isinstance(inner, dict)
+                        and isinstance(key, str)
+                        and (key_norm(key) in WRAPPER_KEYS or key_norm(key) == key_norm(name))
+                    ):
+                        return self._pairs(list(inner.items()), name, False)
+                raise
+        if isinstance(value, list):
+            if all(isinstance(v, dict) and set(v) == {"key", "value"} for v in value):
+                return self._pairs([(v["key"], v["value"]) for v in value], name, False)
+            if len(value) == 1 and isinstance(value[0], dict):
+                return self.convert(value[0], name, False)
+        raise Invalid(f"expected an object, got {describe_seen(value)}")
+
+    def _lines(self, text: str) -> list[tuple[str, str]]:
+        if not text:
+            raise Invalid("the value is empty")
+        pairs: list[tuple[str, str]] = []
+        for line in _lines(text):
+            m = _KEY_LINE.match(line.strip())
+            if m is None:
+                raise Invalid(f"expected `key: value` lines; cannot read {line.strip()[:40]!r}")
+            key = unwrap_quotes(m.group(1).strip().strip("*").strip())
+            pairs.append((key, m.group(2).strip()))
+        return pairs
+
+    def _pairs(self, pairs: list[tuple[Any, Any]], name: str, text: bool) -> dict[Any, Any]:
+        knode, vnode = self.kv_nodes()
+        out: dict[Any, Any] = {}
+        for k, v in pairs:
+            try:
+                key = knode.convert(k, name, text)
+            except Invalid as exc:
+                raise exc.at(f"key {k!r}") from None
+            try:
+                val = vnode.convert(v, key if isinstance(key, str) else name, text)
+            except Invalid as exc:
+                raise exc.at(str(k)) from None
+            try:
+                if key in out and out[key] != val:
+                    raise Invalid(f"key {k!r} is given twice with different values")
+                out[key] = val
+            except TypeError:
+                raise Invalid(f"key {k!r} is not hashable") from None
+        return out
+
+    def fit(self, value: Any, text: bool) -> float:
+        if isinstance(value, dict):
+            return 1.0
+        if isinstance(value, str) and value.strip()[:1] == "{":
+            return 0.5
+        return 0.0

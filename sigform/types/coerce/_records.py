@@ -1,0 +1,199 @@
+"""Record nodes: pydantic models, dataclasses and TypedDicts.
+
+A record is read from a JSON object (possibly a JSON string, inside prose or a fence, or in a
+one-key wrapper / one-item list) or from YAML-style ``field: value`` lines. Keys are matched
+to fields exactly, then ignoring case, spaces, hyphens and underscores; unknown keys are
+dropped (kept when a model allows extras). Each field value goes through its own node; the
+result is a plain dict that pydantic turns into the record (defaults, validators,
+constraints).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import textwrap
+import typing
+from typing import Any
+
+from sigform.types._typing import is_model_type, is_typeddict_type
+from sigform.types.coerce._jsontext import parse_json
+from sigform.types.coerce._plan import Invalid, Node, plan_for
+from sigform.types.coerce._scalars import describe_seen
+from sigform.types.coerce._text import key_norm, strip_fence
+
+__all__ = ["RecordNode"]
+
+_YAML_KEY = re.compile(
+    r"\A(?:[-*\u2022]\s+)?\**\s*([A-Za-z_][\w \-]{0,60}?)\s*(?:\*\*)?\s*:(?:\s+|\Z)(?:\*\*\s*)?(.*)\Z", re.S
+)
+
+
+@dataclasses.dataclass
+class _Field:
+    key: str  # the key pydantic validates (alias or name)
+    name: str  # the attribute name (number rules look at it)
+    annotation: Any
+    required: bool
+    node: Node | None = None
+
+
+def _record_fields(cls: Any) -> tuple[list[_Field], bool]:
+    """The fields of a record class and whether it keeps unknown keys."""
+    if is_model_type(cls):
+        out = []
+        for name, f in cls.model_fields.items():
+            key = f.validation_alias if isinstance(f.validation_alias, str) else (f.alias or name)
+            # constraints in f.metadata are enforced when pydantic validates the whole model
+            out.append(_Field(key, name, f.annotation, f.is_required()))
+        return out, cls.model_config.get("extra") == "allow"
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception:  # unresolvable forward references: read values as Any, pydantic decides
+        hints = {}
+    if is_typeddict_type(cls):
+        required = getattr(cls, "__required_keys__", frozenset(hints))
+        return [_Field(n, n, hints.get(n, Any), n in required) for n in hints], False
+    out = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        missing = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append(_Field(f.name, f.name, hints.get(f.name, Any), missing))
+    return out, False
+
+
+class RecordNode(Node):
+    """A model, dataclass or TypedDict read from an object or ``field: value`` lines."""
+
+    needs_validation = True
+    is_record = True
+
+    def __init__(self, annotation: Any) -> None:
+        super().__init__(annotation)
+        self._fields: list[_Field] | None = None
+        self.keeps_extra = False
+        self.by_key: dict[str, _Field] = {}
+        self.by_norm: dict[str, _Field | None] = {}
+        self.instance_type = annotation if not is_typeddict_type(annotation) else None
+
+    def fields(self) -> list[_Field]:
+        if self._fields is None:
+            fields, self.keeps_extra = _record_fields(self.annotation)
+            for f in fields:
+                self.by_key[f.key] = f
+                self.by_key.setdefault(f.name, f)
+                for k in {key_norm(f.key), key_norm(f.name)}:
+                    # two fields with the same normal form: only exact keys may reach them
+                    self.by_norm[k] = f if self.by_norm.get(k, f) is f else None
+            self._fields = fields
+        return self._fields
+
+    def lookup(self, key: Any) -> _Field | None:
+        self.fields()
+        if not isinstance(key, str):
+            return None
+        return self.by_key.get(key) or self.by_norm.get(key_norm(key))
+
+    @property
+    def type_label(self) -> str:
+        return getattr(self.annotation, "__name__", "object")
+
+    def convert(self, value: Any, name: str, text: bool) -> Any:
+        if self.instance_type is not None and isinstance(value, self.instance_type):
+            return value
+        if isinstance(value, dict):
+            return self._from_dict(value, False)
+        if isinstance(value, str):
+            return self._from_text(value)
+        if isinstance(value, list) and len(value) == 1:
+            return self.convert(value[0], name, False)
+        raise Invalid(f"expected an object ({self.type_label}), got {describe_seen(value)}")
+
+    def _from_text(self, value: str) -> Any:
+        s = strip_fence(value.strip())
+        if not s:
+            raise Invalid("the value is empty")
+        if s[0] in "{[":
+            return self.convert(parse_json(s), "", False)
+        start = s.find("{")
+        if start > 0:
+            first = _YAML_KEY.match(s.split("\n", 1)[0].strip())
+            if first is None or self.lookup(first.group(1)) is None:
+                # prose (or an inner fence) before the JSON object
+                end = s.rfind("}")
+                return self.convert(parse_json(s[start : end + 1] if end > start else s[start:]), "", False)
+        return self._from_dict(self._yaml(s), True)
+
+    def _yaml(self, text: str) -> dict[str, str]:
+        entries: list[tuple[str, list[str]]] = []
+        base: int | None = None
+        for raw in text.replace("\r\n", "\n").split("\n"):
+            stripped = raw.strip()
+            indent = len(raw) - len(raw.lstrip())
+            m = _YAML_KEY.match(stripped) if stripped else None
+            if m and (base is None or indent <= base):
+                base = indent if base is None else base
+                entries.append((m.group(1).strip(), [m.group(2)]))
+            elif entries:
+                entries[-1][1].append(raw)
+            elif stripped and not stripped.endswith(":"):
+                raise Invalid(
+                    f"expected a JSON object or `field: value` lines for {self.type_label}; "
+                    f"cannot read {stripped[:40]!r}"
+                )
+        if not entries:
+            raise Invalid(f"expected a JSON object or `field: value` lines for {self.type_label}")
+        out: dict[str, str] = {}
+        for key, lines in entries:
+            body = lines[0] + ("\n" + textwrap.dedent("\n".join(lines[1:])) if len(lines) > 1 else "")
+            if key in out:
+                raise Invalid(f"field {key!r} is given twice")
+            out[key] = body.strip()
+        return out
+
+    def _from_dict(self, data: dict[Any, Any], text: bool) -> dict[str, Any]:
+        fields = self.fields()
+        if len(data) == 1:  # {"vehicle": {...}}: one key that is not a field, around the object
+            ((key, inner),) = data.items()
+            if self.lookup(key) is None:
+                if isinstance(inner, dict):
+                    return self._from_dict(inner, False)
+                if isinstance(inner, str) and inner.strip():
+                    return self._from_text(inner)
+        out: dict[str, Any] = {}
+        seen: dict[str, Any] = {}
+        for key, raw in data.items():
+            f = self.lookup(key)
+            if f is None:
+                if self.keeps_extra and isinstance(key, str):
+                    out[key] = raw
+                continue
+            if f.key in seen and seen[f.key] != raw:
+                raise Invalid(f"field {f.name!r} is given twice with different values")
+            seen[f.key] = raw
+            if f.node is None:
+                f.node = plan_for(f.annotation)
+            try:
+                out[f.key] = f.node.convert(raw, f.name, text)
+            except Invalid as exc:
+                raise exc.at(f.name) from None
+        missing = [f.name for f in fields if f.required and f.key not in out]
+        if missing:
+            if not seen:
+                raise Invalid(f"expected an object ({self.type_label}); none of its fields were found")
+            raise Invalid(f"missing required field{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+        return out
+
+    def fit(self, value: Any, text: bool) -> float:
+        if self.instance_type is not None and isinstance(value, self.instance_type):
+            return 3.0
+        if isinstance(value, dict):
+            fields = self.fields()
+            exact_keys = all(isinstance(k, str) and k in self.by_key for k in value)
+            if exact_keys and all(f.key in value or not f.required for f in fields):
+                return 2.0 + len(value) / max(len(fields), 1)
+            return 0.5
+        if isinstance(value, str) and value.strip()[:1] == "{":
+            return 1.0
+        return 0.0

@@ -1,0 +1,99 @@
+"""Rendering values into prompt text.
+
+``str`` as is; numbers and booleans plainly; enums by value; dates in ISO 8601; a list of
+simple one-line strings as numbered items; everything else (dicts, other lists, models,
+dataclasses) as one line of JSON. The output is always something :func:`coerce` reads back to
+the same value for the same annotation (outer whitespace of a ``str`` excepted: text formats
+do not keep it). Where plain text would be ambiguous (a string in quotes, a string that would
+read as ``None`` or a number in a ``Union``), the string is written as a JSON string literal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+from sigform.types._typing import is_union, strip_annotated
+
+__all__ = ["render_value"]
+
+_LINE_BREAKS = frozenset("\n\r")
+
+
+def render_value(value: Any, annotation: Any = None) -> str:
+    """Write ``value`` for a prompt; ``coerce(render_value(x, T), T) == x``."""
+    hook = getattr(type(value), "__sigform_render__", None)
+    if hook is not None:
+        return hook(value)
+    text = _render(value)
+    if annotation is not None and isinstance(value, str):
+        base, _ = strip_annotated(annotation)
+        if base is not str and (is_union(base) or base is Any or base is object):
+            text = _disambiguate(value, text, annotation)
+    return text
+
+
+def _render(value: Any) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, str):
+        if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+            return json.dumps(value, ensure_ascii=False)  # else the quotes would be read as wrapping
+        return value
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, enum.Enum):
+        return _render(value.value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if (
+        isinstance(value, (list, tuple))
+        and value
+        and all(isinstance(v, str) and _simple_item(v) for v in value)
+    ):
+        return "\n".join(f"{i}. {v}" for i, v in enumerate(value, 1))
+    return to_json(value)
+
+
+def _simple_item(item: str) -> bool:
+    """A string that survives as one numbered line: non-empty, one line, no outer spaces or quotes."""
+    return (
+        bool(item)
+        and item == item.strip()
+        and not (_LINE_BREAKS & set(item))
+        and not (item[0] == '"' and item[-1] == '"')
+    )
+
+
+def to_json(value: Any) -> str:
+    """One line of JSON for ``value`` (models by alias, enums by value, dates in ISO 8601)."""
+    from pydantic_core import to_jsonable_python
+
+    if isinstance(value, BaseModel) or dataclasses.is_dataclass(value):
+        data = to_jsonable_python(value, by_alias=True, fallback=str)
+    else:
+        data = to_jsonable_python(value, fallback=str)
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _disambiguate(value: str, text: str, annotation: Any) -> str:
+    """In a Union (or Any) a bare string may read as another member: then write it as JSON."""
+    from sigform.errors import FieldValueError
+    from sigform.types.coerce import coerce
+
+    try:
+        back = coerce(text, annotation)
+    except FieldValueError:
+        back = None
+    if type(back) is str and back == value:
+        return text
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,209 @@
+"""Compact JSON schemas for prompts and for strict structured outputs.
+
+:func:`json_schema` asks pydantic for the schema, then makes it compact: titles dropped,
+``$defs`` inlined (only recursive types keep a ``$defs`` entry and a ``$ref``), ``type`` first.
+Properties stay in declaration order and constraints (``minimum``, ``maxLength``,
+``pattern``...) are kept. Schemas are built once per annotation and cached; callers get a copy.
+
+:func:`strict_json_schema` shapes an object schema for OpenAI-style strict structured
+outputs: every object closed (``additionalProperties: false``) with all properties required
+(optional ones nullable). Strict mode cannot express an open ``dict[K, V]``, so such a dict is
+asked for as an **array of ``{"key": k, "value": v}`` objects**; :func:`~sigform.types.coerce`
+reads that form back into a dict. Fixed tuples become arrays whose items may be any of the
+member types (length and order are still enforced by coerce); keywords strict mode rejects are
+dropped (coerce still enforces them).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any
+
+from sigform.types._typing import cache_key, split_optional, strip_annotated
+
+__all__ = ["json_schema", "strict_json_schema"]
+
+_CACHE: dict[Any, tuple[dict[str, Any], Any]] = {}
+_LOCK = threading.Lock()
+_DATA_KEYWORDS = frozenset({"default", "enum", "const", "examples"})  # values here are data, not schemas
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_FIRST = ("type", "description", "enum", "const", "properties", "required", "items", "additionalProperties")
+_STRICT_DROP = frozenset(
+    {
+        "default",
+        "uniqueItems",
+        "minLength",
+        "maxLength",
+        "minProperties",
+        "maxProperties",
+        "examples",
+        "discriminator",
+        "propertyNames",
+        "title",
+        "readOnly",
+        "writeOnly",
+        "deprecated",
+        "prefixItems",
+    }
+)
+
+
+def json_schema(annotation: Any) -> dict[str, Any]:
+    """The compact JSON schema of ``annotation`` (a fresh copy of the cached schema)."""
+    key = cache_key(annotation)
+    hit = _CACHE.get(key)
+    if hit is None:
+        schema = _build(annotation)
+        with _LOCK:
+            _CACHE.setdefault(key, (schema, annotation))  # the annotation keeps id()-keys valid
+        hit = _CACHE[key]
+    return copy.deepcopy(hit[0])
+
+
+def _build(annotation: Any) -> dict[str, Any]:
+    from pydantic import TypeAdapter
+
+    try:
+        raw = TypeAdapter(annotation).json_schema()
+    except Exception:  # a type pydantic cannot describe: say only what it is called
+        from sigform.types.names import type_name
+
+        return {"description": type_name(annotation)}
+    return _compact(raw)
+
+
+def _compact(schema: dict[str, Any]) -> dict[str, Any]:
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    needed: dict[str, Any] = {}
+
+    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(v, stack) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref[len("#/$defs/") :]
+            if name in defs and name not in stack:
+                inlined = walk(defs[name], (*stack, name))
+                extra = {k: walk(v, stack) for k, v in node.items() if k != "$ref" and k != "title"}
+                return _order({**inlined, **extra})
+            needed.setdefault(name, None)
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            if k == "title":
+                continue
+            if k in _DATA_KEYWORDS:
+                out[k] = v
+            elif k in _SCHEMA_MAPS and isinstance(v, dict):
+                out[k] = {pk: walk(pv, stack) for pk, pv in v.items()}
+            else:
+                out[k] = walk(v, stack)
+        return _order(out)
+
+    result = walk(schema, ())
+    done: dict[str, Any] = {}
+    while len(done) < len(needed):
+        for name in list(needed):
+            if name not in done:
+                done[name] = walk(defs[name], (name,))
+    if done:
+        result["$defs"] = done
+    return result
+
+
+def _order(node: dict[str, Any]) -> dict[str, Any]:
+    out = {k: node[k] for k in _FIRST if k in node}
+    out.update((k, v) for k, v in node.items() if k not in out)
+    return out
+
+
+def strict_json_schema(fields: dict[str, Any]) -> dict[str, Any]:
+    """An object schema over output ``fields`` ({name: annotation}) valid for strict mode.
+
+    Every object is closed and lists all its properties as required; optional properties are
+    nullable; open ``dict[K, V]`` fields are arrays of ``{"key", "value"}`` objects (coerce
+    reads them back into dicts). Properties follow the order of ``fields``.
+    """
+    defs: dict[str, Any] = {}
+    props: dict[str, Any] = {}
+    for name, annotation in fields.items():
+        schema = json_schema(annotation)
+        defs.update(schema.pop("$defs", {}))
+        strict = _strict(schema)
+        _, nullable = split_optional(strip_annotated(annotation)[0])
+        props[name] = _nullable(strict) if nullable else strict
+    result: dict[str, Any] = {
+        "type": "object",
+        "properties": props,
+        "required": list(props),
+        "additionalProperties": False,
+    }
+    if defs:
+        result["$defs"] = {k: _strict(v) for k, v in defs.items()}
+    return result
+
+
+_ANY_JSON: dict[str, Any] = {
+    "anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
+}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    variants = schema.get("anyOf", [schema])
+    if any(v.get("type") == "null" for v in variants):
+        return schema
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strict(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if not node or set(node) <= {"description"}:
+        return {**copy.deepcopy(_ANY_JSON), **node}  # Any: strict mode needs a concrete type
+    if "allOf" in node and len(node["allOf"]) == 1:
+        rest = {k: v for k, v in node.items() if k != "allOf"}
+        return _strict({**node["allOf"][0], **rest})
+    out = {k: v for k, v in node.items() if k not in _STRICT_DROP}
+    if "prefixItems" in node:
+        members: list[Any] = []
+        for m in node["prefixItems"]:
+            if m not in members:
+                members.append(m)
+        out["items"] = members[0] if len(members) == 1 else {"anyOf": members}
+    is_object = node.get("type") == "object" or "properties" in node
+    if is_object and "properties" not in node:
+        # an open dict: strict mode cannot say "any keys", so ask for [{key, value}, ...]
+        value = node.get("additionalProperties")
+        value_schema = _strict(value) if isinstance(value, dict) else copy.deepcopy(_ANY_JSON)
+        keys = node.get("propertyNames", {"type": "string"})
+        pair = {
+            "type": "object",
+            "properties": {
+                "key": _strict({**keys, "type": keys.get("type", "string")}),
+                "value": value_schema,
+            },
+            "required": ["key", "value"],
+            "additionalProperties": False,
+        }
+        array = {"type": "array", "items": pair}
+        if "description" in node:
+            array["description"] = node["description"]
+        return array
+    for k, v in list(out.items()):
+        if k in _DATA_KEYWORDS:
+            continue
+        if k in _SCHEMA_MAPS and isinstance(v, dict):
+            out[k] = {pk: _strict(pv) for pk, pv in v.items()}
+        elif isinstance(v, (dict, list)):
+            out[k] = _strict(v)
+    if is_object:
+        required = set(node.get("required", []))
+        props = out["properties"]
+        out["properties"] = {k: (v if k in required else _nullable(v)) for k, v in props.items()}
+        out["required"] = list(props)
+        out["additionalProperties"] = False
+    return out
