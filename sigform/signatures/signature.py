@@ -46,6 +46,7 @@ RESERVED_FIELD_NAMES = frozenset(
         "with_inputs",
         "to_dict",
         "copy",
+        "lm", "demos", "config", "adapter",  # per-call keyword arguments of programs (Predict)
         "schema",
         "json",
         "dict",

@@ -1,0 +1,230 @@
+"""Running a program on many inputs: ``program.batch(...)`` and ``await program.abatch(...)``.
+
+Inputs are Examples or dicts. An Example with input keys marked (``with_inputs``) contributes
+only those keys; an unmarked Example or a dict is passed whole. Results come back in input order.
+A failing example does not stop the run: its slot holds ``None`` and a :class:`Failure` records
+the error, until more than ``max_errors`` examples have failed -- then the run stops and
+:class:`BatchError` is raised with what was done so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
+from typing import Any
+
+from sigform.errors import SigformError, shorten
+from sigform.lm.interface import Usage
+from sigform.predict.example import Example, Record
+from sigform.predict.executors import Executor, ThreadExecutor, as_executor
+from sigform.predict.progress import BatchProgress, progress_wanted
+from sigform.predict.runstate import track_usage
+from sigform.settings import get_setting
+
+__all__ = ["BatchError", "Failure", "run_abatch", "run_batch"]
+
+logger = logging.getLogger("sigform.predict")
+
+DEFAULT_THREADS = 8
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One example that failed: its position in the input, the example, and the error."""
+
+    index: int
+    example: Example
+    error: BaseException
+
+    def __str__(self) -> str:
+        return f"#{self.index}: {type(self.error).__name__}: {shorten(str(self.error), 200)}"
+
+
+class BatchError(SigformError):
+    """More than ``max_errors`` examples failed; the batch stopped.
+
+    ``results`` holds the predictions finished so far (``None`` elsewhere), ``failures`` every
+    failure recorded.
+    """
+
+    def __init__(self, message: str, *, results: list[Any], failures: list[Failure]) -> None:
+        self.results = results
+        self.failures = failures
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    value: Any
+    error: BaseException | None
+    usage: Usage
+
+
+def _inputs_of(item: Any, index: int) -> tuple[Example, dict[str, Any]]:
+    if isinstance(item, Example):
+        example = item
+    elif isinstance(item, (Mapping, Record)):
+        example = Example(item)
+    else:
+        raise TypeError(f"batch input #{index} is a {type(item).__name__}; expected an Example or a dict")
+    inputs = example.to_dict("inputs") if example._input_keys is not None else example.to_dict()
+    return example, inputs
+
+
+def _prepare(examples: Sequence[Any]) -> list[tuple[Example, dict[str, Any]]]:
+    if isinstance(examples, (Mapping, Record, str)):
+        raise TypeError("batch() takes a list of Examples or dicts, not a single one")
+    return [_inputs_of(item, i) for i, item in enumerate(examples)]
+
+
+def _run_one(program: Any, inputs: dict[str, Any]) -> _Outcome:
+    # never raises: a failure is data, so a distributed executor can ship it back too
+    with track_usage() as tracker:
+        try:
+            value = program(**inputs)
+        except Exception as exc:
+            return _Outcome(None, exc, tracker.usage)
+    return _Outcome(value, None, tracker.usage)
+
+
+class _Collector:
+    """Results in input order, failures, progress and the max_errors rule."""
+
+    def __init__(
+        self, items: list[tuple[Example, dict[str, Any]]], max_errors: int | None, bar: BatchProgress
+    ):
+        self.items = items
+        self.results: list[Any] = [None] * len(items)
+        self.failures: list[Failure] = []
+        self.max_errors = max_errors
+        self.bar = bar
+
+    def add(self, index: int, outcome: _Outcome) -> bool:
+        """Record one outcome; True when the batch must stop."""
+        ok = outcome.error is None
+        if ok:
+            self.results[index] = outcome.value
+        else:
+            assert outcome.error is not None
+            failure = Failure(index, self.items[index][0], outcome.error)
+            self.failures.append(failure)
+            logger.warning("batch example %s", failure, exc_info=outcome.error)
+        self.bar.advance(ok=ok, tokens=outcome.usage.total_tokens)
+        return self.max_errors is not None and len(self.failures) > self.max_errors
+
+    def abort(self) -> BatchError:
+        failures = sorted(self.failures, key=lambda f: f.index)
+        return BatchError(
+            f"batch stopped: {len(failures)} examples failed (max_errors={self.max_errors}); "
+            f"{self.bar.done} of {len(self.items)} finished. First failure: {failures[0]}",
+            results=self.results,
+            failures=failures,
+        )
+
+    def finish(self, return_failures: bool) -> list[Any] | tuple[list[Any], list[Failure]]:
+        failures = sorted(self.failures, key=lambda f: f.index)
+        if failures:
+            logger.warning("batch: %d of %d examples failed", len(failures), len(self.items))
+        return (self.results, failures) if return_failures else self.results
+
+
+def _resolve_max_errors(max_errors: int | None) -> int | None:
+    value = get_setting("max_errors") if max_errors is None else max_errors
+    if value is not None and (not isinstance(value, int) or value < 0):
+        raise ValueError(f"max_errors must be a non-negative integer or None, got {value!r}")
+    return value
+
+
+def run_batch(
+    program: Any,
+    examples: Sequence[Any],
+    *,
+    num_threads: int | None = None,
+    max_errors: int | None = None,
+    return_failures: bool = False,
+    progress: bool | None = None,
+    executor: Executor | None = None,
+) -> list[Any] | tuple[list[Any], list[Failure]]:
+    """Run ``program`` on every example in parallel; results in input order.
+
+    Args:
+        num_threads: worker threads (default: the ``num_threads`` setting, else 8).
+        max_errors: stop once more than this many examples failed (default: the ``max_errors``
+            setting, else never stop).
+        return_failures: return ``(results, failures)`` instead of ``results``.
+        progress: show the progress bar (default: in a terminal or notebook, not in CI).
+        executor: where tasks run (see :mod:`sigform.predict.executors`); default local threads.
+    """
+    items = _prepare(examples)
+    limit = _resolve_max_errors(max_errors)
+    if executor is None:
+        threads = num_threads or get_setting("num_threads") or DEFAULT_THREADS
+        pool: Any = ThreadExecutor(threads)
+        owned = True
+    else:
+        pool, owned = as_executor(executor), False
+    with BatchProgress(len(items), enabled=progress_wanted(progress) and bool(items)) as bar:
+        collector = _Collector(items, limit, bar)
+        pending: dict[Future[_Outcome], int] = {}
+        try:
+            for index, (_, inputs) in enumerate(items):
+                pending[pool.submit(_run_one, program, inputs)] = index
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = pending.pop(future)
+                    if collector.add(index, future.result()):
+                        raise collector.abort()
+        finally:
+            for future in pending:
+                future.cancel()
+            if owned:
+                pool.shutdown(wait=True, cancel_futures=True)
+    return collector.finish(return_failures)
+
+
+async def run_abatch(
+    program: Any,
+    examples: Sequence[Any],
+    *,
+    concurrency: int | None = None,
+    max_errors: int | None = None,
+    return_failures: bool = False,
+    progress: bool | None = None,
+) -> list[Any] | tuple[list[Any], list[Failure]]:
+    """Async :func:`run_batch`: at most ``concurrency`` ``program.acall`` calls in flight.
+
+    Each example runs in its own task, which copies the caller's context (settings, callbacks).
+    """
+    items = _prepare(examples)
+    limit = _resolve_max_errors(max_errors)
+    width = concurrency or get_setting("num_threads") or DEFAULT_THREADS
+    if not isinstance(width, int) or width < 1:
+        raise ValueError(f"concurrency must be a positive integer, got {width!r}")
+    gate = asyncio.Semaphore(width)
+
+    async def one(index: int, inputs: dict[str, Any]) -> tuple[int, _Outcome]:
+        async with gate:
+            with track_usage() as tracker:
+                try:
+                    value = await program.acall(**inputs)
+                except Exception as exc:
+                    return index, _Outcome(None, exc, tracker.usage)
+            return index, _Outcome(value, None, tracker.usage)
+
+    with BatchProgress(len(items), enabled=progress_wanted(progress) and bool(items)) as bar:
+        collector = _Collector(items, limit, bar)
+        tasks = [asyncio.ensure_future(one(i, inputs)) for i, (_, inputs) in enumerate(items)]
+        try:
+            for next_done in asyncio.as_completed(tasks):
+                index, outcome = await next_done
+                if collector.add(index, outcome):
+                    raise collector.abort()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    return collector.finish(return_failures)

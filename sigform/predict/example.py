@@ -1,0 +1,193 @@
+"""``Example``: one record of named values (demo data, a dataset row, a batch input).
+
+Field values are read by attribute (``ex.question``) or item (``ex["question"]``). The object keeps
+its own API to the few names signatures reserve (``with_inputs``, ``to_dict``, ``copy``), so an
+attribute never shadows a field; item access works for every name. Plain dicts are accepted
+everywhere an example is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Literal
+
+from sigform.predict.display import record_html, record_repr, record_rich
+
+__all__ = ["Example", "as_example"]
+
+_Part = Literal["all", "inputs", "labels"]
+
+
+class Record:
+    """Shared base of :class:`Example` and :class:`~sigform.predict.Prediction`: an ordered bag
+    of named values with attribute and item access and no public attributes besides
+    ``to_dict`` and ``copy`` (both reserved field names)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, data: Mapping[str, Any] | Record | None = None, /, **values: Any) -> None:
+        store: dict[str, Any] = {}
+        if data is not None:
+            store.update(data._store if isinstance(data, Record) else data)
+        store.update(values)
+        object.__setattr__(self, "_store", store)
+
+    # -- access --------------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        # only reached when normal lookup fails; private/dunder names never read the store, so
+        # copy/pickle probing (``__deepcopy__``, ``__getstate__``) behaves normally
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._store[name]
+        except KeyError:
+            raise AttributeError(
+                f"{type(self).__name__} has no field {name!r}; fields: {', '.join(self._store) or '(none)'}"
+            ) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            self._store[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        try:
+            del self._store[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._store[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._store[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._store[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._store
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._store)
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Record):
+            return type(self) is type(other) and self._store == other._store
+        if isinstance(other, Mapping):
+            return self._store == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            slot: getattr(self, slot) for cls in type(self).__mro__ for slot in getattr(cls, "__slots__", ())
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+
+    # -- API (reserved names only) --------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A plain ``dict`` of the values (a shallow copy)."""
+        return dict(self._store)
+
+    # -- display ----------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return record_repr(type(self).__name__, self._store)
+
+    def _repr_html_(self) -> str:
+        return record_html(type(self).__name__, self._store)
+
+    def __rich__(self) -> Any:
+        return record_rich(type(self).__name__, self._store)
+
+
+class Example(Record):
+    """Named values, e.g. one demo or dataset row: ``Example(question="2+2?", answer="4")``.
+
+    ``with_inputs("question")`` marks which keys are inputs (the rest are labels); programs'
+    ``batch`` then passes only the inputs. ``to_dict("inputs")`` / ``to_dict("labels")`` split them.
+    """
+
+    __slots__ = ("_input_keys",)
+
+    def __init__(self, data: Mapping[str, Any] | Record | None = None, /, **values: Any) -> None:
+        super().__init__(data, **values)
+        keys = data._input_keys if isinstance(data, Example) else None
+        object.__setattr__(self, "_input_keys", keys)
+
+    @property
+    def _inputs_marked(self) -> bool:
+        return self._input_keys is not None
+
+    def with_inputs(self, *keys: str) -> Example:
+        """A copy whose input keys are ``keys`` (each must be present)."""
+        missing = [k for k in keys if k not in self._store]
+        if missing:
+            raise KeyError(
+                f"with_inputs: no such key(s) {', '.join(missing)}; keys: {', '.join(self._store)}"
+            )
+        new = self.copy()
+        object.__setattr__(new, "_input_keys", tuple(keys))
+        return new
+
+    def to_dict(self, part: _Part = "all") -> dict[str, Any]:  # type: ignore[override]
+        """A plain dict: every value (``"all"``), only the marked inputs, or only the labels."""
+        if part == "all":
+            return dict(self._store)
+        if self._input_keys is None:
+            raise ValueError("this Example has no input keys marked; call .with_inputs(...) first")
+        inputs = set(self._input_keys)
+        if part == "inputs":
+            return {k: v for k, v in self._store.items() if k in inputs}
+        if part == "labels":
+            return {k: v for k, v in self._store.items() if k not in inputs}
+        raise ValueError(f"part must be 'all', 'inputs' or 'labels', got {part!r}")
+
+    def copy(self, **changes: Any) -> Example:
+        """A shallow copy, optionally with some values changed; input keys are kept."""
+        new = Example(self._store, **changes)
+        object.__setattr__(new, "_input_keys", self._input_keys)
+        return new
+
+    def __eq__(self, other: object) -> bool:
+        result = super().__eq__(other)
+        if result is True and isinstance(other, Example):
+            return self._input_keys == other._input_keys
+        return result
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return record_repr("Example", self._store, inputs=self._input_keys)
+
+    def _repr_html_(self) -> str:
+        return record_html("Example", self._store, inputs=self._input_keys)
+
+    def __rich__(self) -> Any:
+        return record_rich("Example", self._store, inputs=self._input_keys)
+
+
+def as_example(item: Example | Mapping[str, Any] | Record) -> Example:
+    """Accept an Example or a plain mapping (or another record) wherever an example is expected."""
+    if isinstance(item, Example):
+        return item
+    if isinstance(item, (Mapping, Record)):
+        return Example(item)
+    raise TypeError(f"expected an Example or a dict, got {type(item).__name__}")
+
+
+def as_examples(items: Iterable[Example | Mapping[str, Any]] | None) -> list[Example]:
+    """A list of Examples from examples and/or dicts (None -> empty)."""
+    if items is None:
+        return []
+    if isinstance(items, (Mapping, Record, str)):
+        raise TypeError("expected a list of examples, got a single " + type(items).__name__)
+    return [as_example(item) for item in items]

@@ -1,0 +1,153 @@
+"""Checking a program's inputs before any LM call.
+
+Each input is validated against its field's type with pydantic in *lax* mode, and the validated
+value is what the adapter renders. Lax mode means a value that clearly is the declared type in
+another spelling is accepted and converted (``"5"`` for an ``int`` field becomes ``5``, a tuple
+for ``list[str]`` becomes a list, a dict for a pydantic model becomes the model); numbers are
+also accepted for ``str`` fields (string signatures default every field to ``str``). Anything
+else -- ``"five"`` for an ``int``, a list for a ``str`` -- is an :class:`~sigform.errors.InputError`
+naming the field, the expected type and what was seen.
+
+Missing inputs are an error unless the field's type accepts ``None`` (then ``None`` is passed).
+Unknown inputs (usually a typo) are an error; ``sigform.configure(unknown_inputs="warn")`` turns
+that into a warning (the value is dropped), ``"ignore"`` drops it silently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sigform.errors import InputError, SigformError, shorten
+from sigform.settings import get_setting
+from sigform.signatures import FieldSpec
+
+__all__ = ["InputChecker"]
+
+_MISSING = object()
+Validator = Callable[[Any], Any]
+
+
+def _type_label(annotation: Any) -> str:
+    try:
+        from sigform.types import type_name
+
+        return type_name(annotation)
+    except Exception:  # the value engine may be absent or not know the type: a plain name is enough
+        return getattr(annotation, "__name__", None) or repr(annotation)
+
+
+def _build_validator(spec: FieldSpec) -> tuple[Validator, bool]:
+    """``(validate, accepts_none)`` for one input field."""
+    from pydantic import ConfigDict, PydanticSchemaGenerationError, PydanticUserError, TypeAdapter
+
+    annotation = spec.validation_annotation
+    try:
+        adapter = TypeAdapter(annotation, config=ConfigDict(coerce_numbers_to_str=True))
+    except PydanticUserError:  # models/dataclasses carry their own config
+        adapter = TypeAdapter(annotation)
+    except PydanticSchemaGenerationError:
+        adapter = None
+    if adapter is None:  # an arbitrary class pydantic cannot describe: an isinstance check
+        if isinstance(annotation, type):
+
+            def check(value: Any) -> Any:
+                if not isinstance(value, annotation):
+                    raise ValueError(f"expected an instance of {annotation.__name__}")
+                return value
+
+            return check, False
+        return (lambda value: value), True
+    try:
+        adapter.validate_python(None)
+        accepts_none = True
+    except Exception:
+        accepts_none = False
+    return adapter.validate_python, accepts_none
+
+
+def _first_error_line(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            items = errors()
+            if items:
+                loc = ".".join(str(p) for p in items[0].get("loc", ()))
+                return (f"at {loc}: " if loc else "") + str(items[0].get("msg", exc))
+        except Exception:
+            pass
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+class InputChecker:
+    """Validates keyword inputs for one signature; built once per signature and reused."""
+
+    __slots__ = ("_fields", "_names", "_sig_name", "_validators")
+
+    def __init__(self, signature: Any) -> None:
+        self._sig_name: str = signature.__name__
+        self._fields: Mapping[str, FieldSpec] = signature.input_fields
+        self._names = frozenset(self._fields)
+        self._validators: dict[str, tuple[Validator, bool]] = {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> InputChecker:
+        return self  # bound to an immutable signature; its validator cache is safe to share
+
+    def _validator(self, name: str) -> tuple[Validator, bool]:
+        found = self._validators.get(name)
+        if found is None:  # built lazily: a field never passed costs nothing
+            found = self._validators[name] = _build_validator(self._fields[name])
+        return found
+
+    def check(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The validated inputs in signature order, or :class:`InputError` before any LM call."""
+        unknown = [k for k in inputs if k not in self._names]
+        if unknown:
+            inputs = self._handle_unknown(inputs, unknown)
+        out: dict[str, Any] = {}
+        missing: list[str] = []
+        for name in self._fields:
+            value = inputs.get(name, _MISSING)
+            validate, accepts_none = self._validator(name)
+            if value is _MISSING:
+                if accepts_none:
+                    out[name] = None
+                else:
+                    missing.append(name)
+                continue
+            try:
+                out[name] = validate(value)
+            except SigformError:
+                raise
+            except Exception as exc:
+                spec = self._fields[name]
+                raise InputError(
+                    f"{self._sig_name}: input `{name}` expects {_type_label(spec.annotation)}, got "
+                    f"{type(value).__name__} {shorten(value, 80)} ({_first_error_line(exc)})"
+                ) from None
+        if missing:
+            raise InputError(
+                f"{self._sig_name}: missing input{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(f'`{m}`' for m in missing)} (inputs: {', '.join(self._fields) or '(none)'})"
+            )
+        return out
+
+    def _handle_unknown(self, inputs: Mapping[str, Any], unknown: list[str]) -> dict[str, Any]:
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, self._names, n=1)
+            hints.append(f"`{name}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
+        message = (
+            f"{self._sig_name}: unknown input{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
+            f"inputs are {', '.join(f'`{n}`' for n in self._fields) or '(none)'}"
+        )
+        mode = get_setting("unknown_inputs", "error")
+        if mode == "error":
+            raise InputError(message)
+        if mode == "warn":
+            warnings.warn(message + " (ignored)", UserWarning, stacklevel=4)
+        elif mode != "ignore":
+            raise SigformError(f"setting unknown_inputs must be 'error', 'warn' or 'ignore', got {mode!r}")
+        return {k: v for k, v in inputs.items() if k in self._names}

@@ -1,0 +1,253 @@
+"""``Predict``: a signature turned into a callable program.
+
+::
+
+    qa = sf.Predict("question -> answer: str, confidence: float", demos=[...], temperature=0)
+    pred = qa(question="Capital of France?")
+    pred.answer, pred.confidence
+
+Per-call overrides: ``qa(question=..., lm=..., adapter=..., demos=[...], config={"n": 3})``.
+Resolution order, first found wins: the call, the program, ``sigform.context(...)``,
+``sigform.configure(...)``, then the defaults (``sigform.LM()``, the embedded local model;
+``ChatAdapter()``). LM keyword arguments merge: the program's, then the call's ``config``.
+
+Inputs are validated before any LM call (see :mod:`sigform.predict.inputs`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sigform.errors import InputError, SignatureError
+from sigform.predict import runstate
+from sigform.predict.example import Example, as_examples
+from sigform.predict.inputs import InputChecker
+from sigform.predict.module import Module
+from sigform.predict.prediction import Prediction, PredictionMeta
+from sigform.settings import get_setting
+from sigform.signatures import Signature, SignatureMeta, make_signature
+
+if TYPE_CHECKING:
+    from sigform.hooks import Callback
+    from sigform.predict.streaming import StreamEvent
+
+__all__ = ["Predict", "default_adapter", "default_lm", "ensure_signature"]
+
+_defaults_lock = threading.Lock()
+_default_lm: Any = None
+_default_adapter: Any = None
+
+
+def default_lm() -> Any:
+    """The process-wide fallback LM: ``sigform.LM()`` (the embedded local model), created once."""
+    global _default_lm
+    if _default_lm is None:
+        with _defaults_lock:
+            if _default_lm is None:
+                from sigform.lm import LM
+
+                _default_lm = LM()
+    return _default_lm
+
+
+def default_adapter() -> Any:
+    """The process-wide fallback adapter: one shared ``ChatAdapter()``."""
+    global _default_adapter
+    if _default_adapter is None:
+        with _defaults_lock:
+            if _default_adapter is None:
+                from sigform.adapters import ChatAdapter
+
+                _default_adapter = ChatAdapter()
+    return _default_adapter
+
+
+def ensure_signature(signature: Any) -> type[Signature]:
+    """A signature class from a class, a string (``"question -> answer"``) or a dict of fields."""
+    if isinstance(signature, SignatureMeta):
+        if not signature.output_fields:
+            raise SignatureError(f"{signature.__name__} has no output fields; it cannot be used by a program")
+        return signature  # type: ignore[return-value]
+    if isinstance(signature, (str, Mapping)):
+        return make_signature(signature)
+    raise SignatureError(
+        f"a program needs a Signature class, a string like 'question -> answer' or a dict of fields; "
+        f"got {type(signature).__name__}"
+    )
+
+
+class Predict(Module):
+    """A program that asks an LM to fill a signature's outputs from its inputs.
+
+    Args:
+        signature: a Signature class, a string (``"question -> answer: int"``) or a dict.
+        demos: few-shot examples (:class:`Example` or plain dicts with input and output values).
+        lm: the model for this program (else settings, else ``sigform.LM()``).
+        adapter: how prompts are written and answers parsed (else settings, else ``ChatAdapter``).
+        callbacks: hooks for this program only (see :mod:`sigform.hooks`).
+        **lm_kwargs: LM request options for every call (``temperature=0``, ``n=3``, ...).
+    """
+
+    def __init__(
+        self,
+        signature: Any,
+        *,
+        demos: Sequence[Example | Mapping[str, Any]] | None = None,
+        lm: Any = None,
+        adapter: Any = None,
+        callbacks: Sequence[Callback] | None = None,
+        **lm_kwargs: Any,
+    ) -> None:
+        self.signature = ensure_signature(signature)
+        self.demos: list[Example] = as_examples(demos)
+        self.lm = lm
+        self.adapter = adapter
+        self.callbacks = list(callbacks) if callbacks else None
+        self.config: dict[str, Any] = dict(lm_kwargs)
+
+    # The signature is a property so that replacing it (an optimizer rewriting instructions,
+    # load()) also rebuilds the input checker that belongs to it.
+    @property
+    def signature(self) -> type[Signature]:
+        return self._signature
+
+    @signature.setter
+    def signature(self, value: Any) -> None:
+        sig = ensure_signature(value)
+        self._signature = sig
+        self._checker = InputChecker(sig)
+
+    # -- resolution -----------------------------------------------------------------------------
+    def _resolve(
+        self,
+        inputs: Mapping[str, Any],
+        lm: Any,
+        adapter: Any,
+        demos: Sequence[Any] | None,
+        config: Mapping[str, Any] | None,
+    ) -> tuple[Any, Any, type[Signature], list[Mapping[str, Any]], dict[str, Any], dict[str, Any]]:
+        checked = self._checker.check(inputs)  # before anything else: no LM is built for bad input
+        if lm is None:
+            lm = self.lm
+            if lm is None:
+                lm = get_setting("lm")
+                if lm is None:
+                    lm = default_lm()
+        if adapter is None:
+            adapter = self.adapter
+            if adapter is None:
+                adapter = get_setting("adapter")
+                if adapter is None:
+                    adapter = default_adapter()
+        demo_list = self.demos if demos is None else as_examples(demos)
+        # the adapter only reads demos; hand it the underlying dicts without copying
+        demo_data = [d._store for d in demo_list]
+        rollout = runstate.rollout_kwargs()
+        # the common case (no overrides) passes the program's own options without a merge
+        kwargs = {**self.config, **(rollout or {}), **(config or {})} if rollout or config else self.config
+        signature = self._call_signature(lm)
+        hint = runstate.current_hint()
+        if hint:
+            signature = signature.with_instructions(f"{signature.instructions}\n\n{hint}")
+        return lm, adapter, signature, demo_data, checked, kwargs
+
+    def _call_signature(self, lm: Any) -> type[Signature]:
+        """The signature sent to the adapter (ChainOfThought may drop its reasoning field)."""
+        return self._signature
+
+    # -- running --------------------------------------------------------------------------------
+    def forward(
+        self,
+        *args: Any,
+        lm: Any = None,
+        adapter: Any = None,
+        demos: Sequence[Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        **inputs: Any,
+    ) -> Prediction:
+        """Run the program once; inputs are keyword arguments named after the input fields."""
+        if args:
+            raise self._positional_error(args)
+        lm, adapter, signature, demo_data, checked, kwargs = self._resolve(inputs, lm, adapter, demos, config)
+        result = adapter.run(lm, signature, demo_data, checked, **kwargs)
+        return self._prediction(result, lm)
+
+    async def aforward(
+        self,
+        *args: Any,
+        lm: Any = None,
+        adapter: Any = None,
+        demos: Sequence[Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        **inputs: Any,
+    ) -> Prediction:
+        """Async :meth:`forward`: uses the adapter's native ``arun`` (no thread hop)."""
+        if args:
+            raise self._positional_error(args)
+        lm, adapter, signature, demo_data, checked, kwargs = self._resolve(inputs, lm, adapter, demos, config)
+        result = await adapter.arun(lm, signature, demo_data, checked, **kwargs)
+        return self._prediction(result, lm)
+
+    def _positional_error(self, args: tuple[Any, ...]) -> InputError:
+        names = ", ".join(f"{n}=..." for n in self._signature.input_fields)
+        return InputError(
+            f"{type(self).__name__} takes inputs as keyword arguments ({names}); got {len(args)} positional "
+            "argument(s). To run an Example or dict, use program(**example.to_dict('inputs')) "
+            "or program.batch()."
+        )
+
+    def _prediction(self, result: Any, lm: Any) -> Prediction:
+        usage = result.usage
+        runstate.add_usage(usage)
+        names = getattr(result, "adapter_names", None) or ()
+        adapter_name = ">".join(names) if not isinstance(names, str) else names
+        attempts = getattr(result, "attempts", 1)
+        messages = getattr(result, "messages", None)
+        candidates = []
+        for values, completion in zip(result.outputs, result.completions, strict=True):
+            meta = PredictionMeta(
+                raw=completion.text,
+                usage=usage,
+                adapter=adapter_name or None,
+                attempts=attempts,
+                completion=completion,
+                messages=messages,
+                model=completion.model or getattr(lm, "model", None),
+            )
+            candidates.append(Prediction(self._finish_values(values, completion, lm), _meta=meta))
+        return Prediction.from_candidates(candidates)
+
+    def _finish_values(self, values: Mapping[str, Any], completion: Any, lm: Any) -> Mapping[str, Any]:
+        """Hook for subclasses to adjust one candidate's values (ChainOfThought's native reasoning)."""
+        return values
+
+    # -- streaming ------------------------------------------------------------------------------
+    def stream(self, **inputs: Any) -> Iterator[StreamEvent | Prediction]:
+        """Yield field events (which output is being written, its text so far), then the Prediction."""
+        from sigform.predict.streaming import stream_predict
+
+        return stream_predict(self, inputs)
+
+    def astream(self, **inputs: Any) -> AsyncIterator[StreamEvent | Prediction]:
+        """Async :meth:`stream`."""
+        from sigform.predict.streaming import astream_predict
+
+        return astream_predict(self, inputs)
+
+    # -- state ----------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget learned demos."""
+        self.demos = []
+
+    def __repr__(self) -> str:
+        extras = []
+        if self.demos:
+            extras.append(f"demos={len(self.demos)}")
+        if self.lm is not None:
+            extras.append(f"lm={getattr(self.lm, 'model', type(self.lm).__name__)!r}")
+        if self.config:
+            extras.append(", ".join(f"{k}={v!r}" for k, v in self.config.items()))
+        tail = (", " + ", ".join(extras)) if extras else ""
+        return f"{type(self).__name__}({self._signature.signature!r}{tail})"

@@ -1,0 +1,163 @@
+"""``Prediction``: the typed outputs of a program call, plus how they were produced.
+
+Outputs are read by attribute (``pred.answer``) or item (``pred["answer"]``). The object's own
+names are few and reserved by signatures (``completions``, ``to_dict``, ``copy``) or start with an
+underscore (``_meta``, ``_raw``, ``_usage``), so they never shadow an output field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, overload
+
+from sigform.lm.interface import Completion, Usage
+from sigform.predict.display import record_html, record_repr, record_rich
+from sigform.predict.example import Record
+
+__all__ = ["Completions", "Prediction", "PredictionMeta"]
+
+
+@dataclass(frozen=True)
+class PredictionMeta:
+    """How a prediction was produced.
+
+    ``raw`` is the model's completion text; ``usage`` the tokens of the whole request (all
+    candidates); ``adapter`` the adapter(s) that produced it (e.g. ``"ChatAdapter"`` or
+    ``"ChatAdapter>JSONAdapter"`` after a fallback); ``attempts`` how many LM requests it took;
+    ``completion`` the raw :class:`~sigform.lm.interface.Completion`; ``messages`` what was sent;
+    ``model`` the model that answered.
+    """
+
+    raw: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    adapter: str | None = None
+    attempts: int = 1
+    completion: Completion | None = None
+    messages: Sequence[Mapping[str, Any]] | None = None
+    model: str | None = None
+
+
+_NO_META = PredictionMeta()
+
+
+class Prediction(Record):
+    """Typed outputs of one program call (see the module docstring).
+
+    For ``n > 1`` requests, ``pred.completions`` holds every candidate; the prediction's own
+    fields are the first candidate's. ``pred.completions.answer`` lists one field across them.
+    """
+
+    __slots__ = ("_completions", "_meta")
+
+    def __init__(
+        self,
+        data: Mapping[str, Any] | Record | None = None,
+        /,
+        *,
+        _meta: PredictionMeta | None = None,
+        _completions: Sequence[Prediction] | None = None,
+        **values: Any,
+    ) -> None:
+        super().__init__(data, **values)
+        object.__setattr__(self, "_meta", _meta if _meta is not None else _NO_META)
+        object.__setattr__(self, "_completions", tuple(_completions) if _completions else None)
+
+    @classmethod
+    def from_candidates(cls, candidates: Sequence[Prediction]) -> Prediction:
+        """The prediction for a call with one or more candidates (the first one leads)."""
+        if not candidates:
+            raise ValueError("a prediction needs at least one candidate")
+        first = candidates[0]
+        return cls(first._store, _meta=first._meta, _completions=candidates if len(candidates) > 1 else None)
+
+    # -- API ------------------------------------------------------------------------------------
+    @property
+    def completions(self) -> Completions:
+        """Every candidate of the call (one unless ``n > 1`` was requested)."""
+        return Completions(self._completions or (self,))
+
+    def copy(self, **changes: Any) -> Prediction:
+        """A shallow copy, optionally with some values changed (metadata is kept)."""
+        return Prediction(self._store, _meta=self._meta, _completions=self._completions, **changes)
+
+    @property
+    def _raw(self) -> str | None:
+        """The model's raw completion text."""
+        return self._meta.raw
+
+    @property
+    def _usage(self) -> Usage:
+        """Token usage of the request that produced this prediction."""
+        return self._meta.usage
+
+    def _with_meta(self, **changes: Any) -> Prediction:
+        new = self.copy()
+        object.__setattr__(new, "_meta", replace(self._meta, **changes))
+        return new
+
+    # -- display --------------------------------------------------------------------------------
+    def _footer(self) -> str:
+        meta = self._meta
+        parts = []
+        if meta.adapter:
+            parts.append(f"adapter={meta.adapter}")
+        if meta.model:
+            parts.append(f"model={meta.model}")
+        if meta.attempts != 1:
+            parts.append(f"attempts={meta.attempts}")
+        if meta.usage.total_tokens:
+            parts.append(f"tokens={meta.usage.total_tokens}")
+        if self._completions:
+            parts.append(f"candidates={len(self._completions)}")
+        return ", ".join(parts)
+
+    def __repr__(self) -> str:
+        extra = f", <{len(self._completions)} completions>" if self._completions else ""
+        return record_repr("Prediction", self._store, extra=extra)
+
+    def _repr_html_(self) -> str:
+        return record_html("Prediction", self._store, footer=self._footer())
+
+    def __rich__(self) -> Any:
+        return record_rich("Prediction", self._store, footer=self._footer())
+
+
+class Completions(Sequence[Prediction]):
+    """The candidates of one call: ``completions[0]`` is a :class:`Prediction`,
+    ``completions.answer`` (or ``completions["answer"]``) the list of one field's values."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Sequence[Prediction]) -> None:
+        self._items = tuple(items)
+
+    @overload
+    def __getitem__(self, key: int) -> Prediction: ...
+    @overload
+    def __getitem__(self, key: slice) -> Sequence[Prediction]: ...
+    @overload
+    def __getitem__(self, key: str) -> list[Any]: ...
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            if not self._items or key not in self._items[0]:
+                raise KeyError(key)
+            return [item[key] for item in self._items]
+        return self._items[key]
+
+    def __getattr__(self, name: str) -> list[Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"completions have no field {name!r}") from None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Prediction]:
+        return iter(self._items)
+
+    def __repr__(self) -> str:
+        return f"Completions({list(self._items)!r})"

@@ -1,0 +1,91 @@
+"""Per-run state that travels with the call stack (contextvars), invisible in program code.
+
+* usage trackers: a batch worker (or any caller) collects the tokens of every LM request made
+  inside a scope, across nested modules and threads that copied the context;
+* rollout keyword arguments: ``BestOfN`` / ``Refine`` set ``rollout_id`` (and a temperature) for
+  every Predict inside the attempt, so the LM cache does not return the same answer N times;
+* an instruction hint: ``Refine`` tells the next attempt what went wrong with the last one.
+
+Each lookup is a single ``ContextVar.get``; nothing is paid when the features are unused.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from sigform.lm.interface import Usage
+
+__all__ = ["UsageTracker", "add_usage", "hint", "rollout", "rollout_kwargs", "track_usage"]
+
+
+class UsageTracker:
+    """Accumulates :class:`Usage` of LM requests made in a scope (thread-safe)."""
+
+    __slots__ = ("_lock", "requests", "usage")
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.requests = 0
+        self._lock = threading.Lock()
+
+    def add(self, usage: Usage) -> None:
+        with self._lock:
+            self.usage = self.usage + usage
+            self.requests += 1
+
+    def __repr__(self) -> str:
+        return f"UsageTracker(requests={self.requests}, total_tokens={self.usage.total_tokens})"
+
+
+_trackers: ContextVar[tuple[UsageTracker, ...]] = ContextVar("sigform_usage_trackers", default=())
+_rollout: ContextVar[Mapping[str, Any] | None] = ContextVar("sigform_rollout", default=None)
+_hint: ContextVar[str | None] = ContextVar("sigform_instruction_hint", default=None)
+
+
+@contextmanager
+def track_usage() -> Iterator[UsageTracker]:
+    """Collect the usage of every LM request made by programs inside the ``with`` block."""
+    tracker = UsageTracker()
+    token = _trackers.set((*_trackers.get(), tracker))
+    try:
+        yield tracker
+    finally:
+        _trackers.reset(token)
+
+
+def add_usage(usage: Usage) -> None:
+    """Record one request's usage with every active tracker (called by Predict)."""
+    for tracker in _trackers.get():
+        tracker.add(usage)
+
+
+@contextmanager
+def rollout(**lm_kwargs: Any) -> Iterator[None]:
+    """Give every Predict inside the block these LM keyword arguments (under explicit ones)."""
+    token = _rollout.set(lm_kwargs)
+    try:
+        yield
+    finally:
+        _rollout.reset(token)
+
+
+def rollout_kwargs() -> Mapping[str, Any] | None:
+    return _rollout.get()
+
+
+@contextmanager
+def hint(text: str | None) -> Iterator[None]:
+    """Append ``text`` to the instructions of every Predict inside the block."""
+    token = _hint.set(text)
+    try:
+        yield
+    finally:
+        _hint.reset(token)
+
+
+def current_hint() -> str | None:
+    return _hint.get()
