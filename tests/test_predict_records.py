@@ -86,7 +86,9 @@ def test_as_examples_accepts_dicts_and_rejects_single_items() -> None:
 
 
 def test_prediction_metadata_is_behind_underscore_names() -> None:
-    meta = PredictionMeta(raw="[[ ## answer ## ]]\nParis", usage=Usage(10, 5), adapter="ChatAdapter", attempts=2)
+    meta = PredictionMeta(
+        raw="[[ ## answer ## ]]\nParis", usage=Usage(10, 5), adapter="ChatAdapter", attempts=2
+    )
     pred = Prediction(answer="Paris", _meta=meta)
     assert pred.answer == "Paris"
     assert pred._raw.startswith("[[ ## answer")
