@@ -131,23 +131,36 @@ class TerminalApprover:
         self.console = console
         self.stream = stream
 
+    question = "Run it? [bold]y[/]es / [bold]n[/]o (tell the model) / [bold]c[/]ancel (stop the agent) [n]: "
+    _ANSWERS: Mapping[str, Decision] = {
+        "y": Decision.APPROVE,
+        "yes": Decision.APPROVE,
+        "n": Decision.REJECT,
+        "no": Decision.REJECT,
+        "": Decision.REJECT,
+        "c": Decision.CANCEL,
+        "cancel": Decision.CANCEL,
+    }
+
     def __call__(self, request: ApprovalRequest) -> Decision:
         from rich.console import Console
         from rich.panel import Panel
-        from rich.prompt import Prompt
         from rich.text import Text
 
         console = self.console or Console()
-        title = f"tool call: {request.tool_name}"
-        console.print(Panel(Text(request.description), title=title, expand=False))
-        try:
-            answer = Prompt.ask(
-                "Run it? [y]es / [n]o (tell the model) / [c]ancel (stop the agent)",
-                choices=["y", "n", "c"],
-                default="n",
-                console=console,
-                stream=self.stream,
-            )
-        except EOFError:
-            return Decision.CANCEL
-        return to_decision(answer)
+        console.print(Panel(Text(request.description), title=f"tool call: {request.tool_name}", expand=False))
+        while True:
+            try:
+                if self.stream is not None:
+                    console.print(self.question, end="")
+                    line = self.stream.readline()
+                    if not line:  # end of input: nobody can answer, so stop rather than guess
+                        return Decision.CANCEL
+                else:
+                    line = console.input(self.question)
+            except (EOFError, KeyboardInterrupt):
+                return Decision.CANCEL
+            decision = self._ANSWERS.get(line.strip().lower())
+            if decision is not None:
+                return decision
+            console.print("[red]Please answer y, n or c.[/]")

@@ -23,8 +23,8 @@ class CallRecord:
     tool: str
     call_id: str
     arguments: Mapping[str, Any] | str
-    args: Mapping[str, Any] | None
     result: ToolResult
+    args: Mapping[str, Any] | None = None
     approval: Decision | None = None
     description: str | None = None
 
