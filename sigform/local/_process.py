@@ -31,6 +31,7 @@ log = logging.getLogger("sigform.local")
 DEFAULT_ALIAS = "gemma-3-270m"
 _BIND_ERRORS = ("address already in use", "error while attempting to bind", "errno 98", "errno 48")
 _BIND_RETRIES = 3
+_OVERRIDING_ENV = frozenset({"HOST", "PORT", "CONFIG_FILE"})
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -209,7 +210,7 @@ def _command(
     chat_format: str, extra_args: tuple[str, ...],
 ) -> list[str]:
     return [
-        sys.executable, "-m", "sigform.local._launcher",
+        sys.executable, str(Path(__file__).with_name("_launcher.py")),
         "--model", str(model_path),
         "--model_alias", alias,
         "--host", host,
@@ -224,7 +225,9 @@ def _command(
 
 def _spawn(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, PARENT_ENV: str(os.getpid()), "PYTHONUNBUFFERED": "1"}
+    # llama_cpp.server lets $HOST, $PORT and $CONFIG_FILE override its arguments: drop them
+    env = {k: v for k, v in os.environ.items() if k not in _OVERRIDING_ENV}
+    env.update({PARENT_ENV: str(os.getpid()), "PYTHONUNBUFFERED": "1"})
     kwargs: dict[str, Any] = {}
     if sys.platform == "win32":
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]

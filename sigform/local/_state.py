@@ -101,7 +101,9 @@ def pid_alive(pid: int) -> bool:
     if pid <= 0:
         return False
     if sys.platform == "win32":
-        return _pid_alive_windows(pid)
+        from sigform.local._launcher import windows_pid_alive
+
+        return windows_pid_alive(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -120,18 +122,3 @@ def _is_zombie(pid: int) -> bool:
     except OSError:
         return False  # no /proc (macOS) or the process just went away
     return stat.rpartition(")")[2].split()[:1] == ["Z"]
-
-
-def _pid_alive_windows(pid: int) -> bool:
-    # os.kill(pid, 0) would terminate the process on Windows, so ask the kernel instead.
-    import ctypes
-
-    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
-    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
-    if not handle:
-        return False
-    try:
-        code = ctypes.c_ulong()
-        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259
-    finally:
-        kernel32.CloseHandle(handle)
