@@ -256,6 +256,29 @@ class History(BaseModel):
                     f"{sorted(allowed)}{hint}"
                 )
 
+    # -- value-engine hooks (see sigform.types) -----------------------------------------------
+
+    @classmethod
+    def __sigform_coerce__(cls, value: Any) -> History:
+        """Accept a History, its ``model_dump()`` dict, or a list of field-value dicts; never text
+        (raw turns can carry content parts, which text must not be able to create)."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            return cls.model_validate(value)
+        if isinstance(value, (list, tuple)):
+            return cls(messages=value)
+        raise TypeError(
+            f"expected a History (or a list of field-value dicts), got {type(value).__name__}; "
+            "build it with History(messages=[...]) or History.from_turns([...])"
+        )
+
+    @classmethod
+    def __sigform_describe__(cls) -> Any:
+        from sigform.types.describe import TypeDescription
+
+        return TypeDescription("custom", "History")
+
     def __len__(self) -> int:
         return len(self.messages)
 

@@ -242,6 +242,32 @@ class Media(BaseModel):
     def _describe(self) -> str:
         raise NotImplementedError
 
+    # -- value-engine hooks (see sigform.types): media are structure, never text --------------
+
+    @classmethod
+    def __sigform_coerce__(cls, value: Any) -> Media:
+        """Accept an instance, or a dict as made by ``model_dump()``; never a string."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            return cls.model_validate(value)
+        if isinstance(value, str):
+            raise TypeError(
+                f"{cls.__name__} values are never made from text; build one with "
+                f"{cls.__name__}.from_path(...), .from_url(...) or .from_bytes(...)"
+            )
+        raise TypeError(f"expected {cls.__name__}, got {type(value).__name__}")
+
+    def __sigform_render__(self) -> str:
+        """A short placeholder (adapters send the content itself as content parts)."""
+        return str(self)
+
+    @classmethod
+    def __sigform_describe__(cls) -> Any:
+        from sigform.types.describe import TypeDescription
+
+        return TypeDescription("custom", cls.__name__)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._describe()})"
 

@@ -46,6 +46,25 @@ class Reasoning(str):
     def __repr__(self) -> str:
         return f"Reasoning({str.__repr__(self)}{', native=True' if self.native else ''})"
 
+    # -- value-engine hooks (see sigform.types): reasoning is plain text ----------------------
+
+    @classmethod
+    def __sigform_coerce__(cls, value: Any) -> Reasoning:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            return cls(value)
+        raise TypeError(f"reasoning must be text, got {type(value).__name__}")
+
+    def __sigform_render__(self) -> str:
+        return self.text
+
+    @classmethod
+    def __sigform_describe__(cls) -> Any:
+        from sigform.types.describe import TypeDescription
+
+        return TypeDescription("str", "Reasoning")
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (self.text, self.native))
 

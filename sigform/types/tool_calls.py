@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -13,6 +14,8 @@ from sigform.errors import FieldError, FieldValueError, shorten
 from sigform.lm.interface import ToolCall
 
 __all__ = ["ToolCalls"]
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 
 def _decode_args(args: Any, name: Any) -> Any:
@@ -35,6 +38,11 @@ def _no_docstring(schema: dict[str, Any], model: type[BaseModel]) -> None:
     schema.pop("description", None)
 
 
+def _call_schema_extra(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    _no_docstring(schema, model)
+    schema["required"] = ["name", "args"]  # a model should always write args, even if empty
+
+
 class ToolCalls(BaseModel):
     """Tool calls a model asked for, as an output field value
     (``calls: sf.ToolCalls = sf.OutputField()``).
@@ -51,7 +59,7 @@ class ToolCalls(BaseModel):
         """One tool call: the tool's ``name``, its ``args`` (a JSON object) and the provider's call
         ``id`` when the call came from native function calling."""
 
-        model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra=_no_docstring)
+        model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra=_call_schema_extra)
 
         name: str = Field(min_length=1, description="name of the tool to call")
         args: dict[str, Any] = Field(
@@ -149,6 +157,20 @@ class ToolCalls(BaseModel):
             "required": ["tool_calls"],
             "additionalProperties": False,
         }
+
+    @classmethod
+    def __sigform_coerce__(cls, value: Any) -> ToolCalls:
+        """Value-engine hook: JSON text (optionally in a code fence), a list of calls or a dict.
+        Text that is not JSON is an error, not an empty list."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            text = _FENCE.sub("", value.strip()).strip()
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"tool calls must be JSON ({exc.msg}); got {shorten(value, 120)}") from None
+        return cls.model_validate(value)
 
     def __len__(self) -> int:
         return len(self.tool_calls)
