@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from sigform.testing.providers.anthropic import AnthropicFake
 from sigform.testing.providers.base import FakeProvider
+from sigform.testing.providers.bedrock import BedrockConverseFake
 from sigform.testing.providers.cohere import CohereFake
 from sigform.testing.providers.gemini import GeminiFake
 from sigform.testing.providers.local import LocalServerFake
@@ -31,6 +32,7 @@ from sigform.testing.providers.server import LoopbackServer, RecordedRequest, Re
 
 __all__ = [
     "AnthropicFake",
+    "BedrockConverseFake",
     "CohereFake",
     "ErrorReply",
     "FakeProvider",
@@ -56,4 +58,5 @@ FAKES: dict[str, type[FakeProvider]] = {
     "mistral": MistralFake,
     "cohere": CohereFake,
     "local": LocalServerFake,
+    "bedrock": BedrockConverseFake,
 }

@@ -7,7 +7,8 @@ A v2 response has ``message.content`` as a list of ``text`` (and, for reasoning 
 ``billed_units`` and ``tokens`` (input/output) and ``cached_tokens``. Streams are
 ``message-start``, ``content-start`` / ``content-delta`` / ``content-end`` per content item,
 ``tool-plan-delta``, ``tool-call-start`` / ``tool-call-delta`` / ``tool-call-end`` per call, and
-``message-end`` with finish reason and usage, each as ``event: <type>`` plus ``data:``.
+``message-end`` with finish reason and usage, each as ``event: <type>`` plus ``data:``, then
+``data: [DONE]``.
 
 Cohere reports no reasoning-token count; a scripted reply's text becomes the ``tool_plan``
 when it also calls tools, as Cohere answers.
@@ -123,6 +124,7 @@ class CohereFake(FakeProvider):
                     yield _event("tool-call-delta", index=index, delta=delta)
                 yield _event("tool-call-end", index=index)
         yield _event("message-end", delta={"finish_reason": finish, "usage": self.usage_payload(reply)})
+        yield b"data: [DONE]\n\n"
 
     def error_payload(self, error: ErrorReply) -> Any:
         return {"id": str(uuid.uuid4()), "message": error.message}
