@@ -1,0 +1,36 @@
+"""Adapters: signatures and inputs into chat messages, LM text back into typed values.
+
+* :class:`ChatAdapter` (default) -- ``[[ ## field ## ]]`` sections;
+* :class:`JSONAdapter` -- one JSON object, native structured outputs when available;
+* :class:`XMLAdapter` -- one element per field, nested elements for lists and models;
+* :class:`TwoStepAdapter` -- free-form answer, then typed extraction by a second call.
+
+Every adapter has ``format`` / ``parse`` / ``format_assistant``, ``run`` / ``arun`` (an
+:class:`AdapterResult`), ``__call__`` / ``acall`` (the output dicts) and ``stream_parser``.
+
+Duplicate-field rule, the same in every adapter: a field given more than once is accepted when
+every non-empty occurrence carries the same value; different values are a
+:class:`~sigform.errors.StructureError`, never a guess. (In chat, text after
+``[[ ## completed ## ]]`` is run-on generation and is not read at all; among several JSON
+objects in one answer, the object that carries the fields is chosen, the later filled-in one
+over an earlier template.)
+"""
+
+from sigform.adapters.base import Adapter
+from sigform.adapters.chat import ChatAdapter
+from sigform.adapters.json_adapter import JSONAdapter
+from sigform.adapters.result import AdapterResult
+from sigform.adapters.streaming import FieldDelta, StreamParser
+from sigform.adapters.two_step import TwoStepAdapter
+from sigform.adapters.xml import XMLAdapter
+
+__all__ = [
+    "Adapter",
+    "AdapterResult",
+    "ChatAdapter",
+    "FieldDelta",
+    "JSONAdapter",
+    "StreamParser",
+    "TwoStepAdapter",
+    "XMLAdapter",
+]

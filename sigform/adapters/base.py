@@ -1,0 +1,540 @@
+"""The adapter base class: format messages, call the LM, parse completions, recover.
+
+Subclasses (chat, JSON, XML, two-step) supply their templates, how one value is written, which
+format their answer is read in first and request options (stop sequences, response formats).
+The call loop is written once as a generator that yields LM requests, driven by a sync
+(:meth:`Adapter.run`) or async (:meth:`Adapter.arun`) driver, so both paths behave the same:
+
+1. format and send; parse every candidate;
+2. a candidate whose *values* do not validate (:class:`FieldValueError`) is asked again, up to
+   ``max_reasks`` times, with its previous answer and the validation errors;
+3. candidates whose *structure* is wrong (:class:`StructureError`) go to the fallback adapter
+   (ChatAdapter -> JSONAdapter by default), which gets its own reasks;
+4. empty completions after a refusal or a length stop, and answers cut off by the token limit,
+   get their own clear error: asking the same way again would not help;
+5. with ``n > 1`` only the failed candidates are retried. The final error names the adapters
+   tried, every failing field, and keeps every raw completion.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic_core import to_jsonable_python
+
+from sigform.adapters.extraction import Extracted, extract
+from sigform.adapters.fields import FieldView, field_views
+from sigform.adapters.messages import MediaCollector, assemble
+from sigform.adapters.names import FieldMatcher
+from sigform.adapters.result import AdapterResult, Slot, final_error
+from sigform.adapters.templating import TemplateSet
+from sigform.errors import ContextWindowError, FieldError, FieldValueError, ParseError, StructureError
+from sigform.hooks import emit
+from sigform.lm.interface import Completion, LMProtocol, Usage
+
+__all__ = ["Adapter", "Request"]
+
+Message = dict[str, Any]
+_NO_RETRY_FINISH = {"length", "content_filter", "refusal", "safety"}
+
+
+@dataclass
+class Request:
+    """One LM request the call loop wants made."""
+
+    messages: list[Message]
+    kwargs: dict[str, Any]
+
+
+class _RunState:
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.attempts = 0
+        self.received: list[Completion] = []
+        self.first_messages: list[Message] | None = None
+        self.first_kwargs: dict[str, Any] = {}
+
+
+class Adapter:
+    """Base class of every adapter; see the module docstring for the call loop.
+
+    Args:
+        templates: template sources overriding the built-in ones by name (``{"system": "..."}``).
+        template_dir: a folder of ``<name>.jinja`` files overriding the built-in ones.
+        max_reasks: how many times a candidate whose values do not validate is asked again.
+        fallback: the adapter tried when the answer's structure is wrong (``False``: none;
+            ``None``: the adapter's default, JSONAdapter for ChatAdapter).
+    """
+
+    name: ClassVar[str] = "Adapter"
+    template_folder: ClassVar[str] = "chat"
+    parse_order: ClassVar[tuple[str, ...]] = ("chat", "json", "xml")
+
+    def __init__(
+        self,
+        *,
+        templates: Mapping[str, str] | None = None,
+        template_dir: str | os.PathLike[str] | None = None,
+        max_reasks: int = 1,
+        fallback: Adapter | bool | None = None,
+    ) -> None:
+        if not isinstance(max_reasks, int) or max_reasks < 0:
+            raise ValueError(f"max_reasks must be a non-negative integer, got {max_reasks!r}")
+        self.templates = TemplateSet(self.template_folder, templates, template_dir)
+        self.max_reasks = max_reasks
+        self._fallback_option = fallback
+        self._system_cache: dict[Any, str] = {}
+        self._matchers: dict[Any, FieldMatcher] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(max_reasks={self.max_reasks})"
+
+    # ---- formatting ------------------------------------------------------------------------------
+
+    def format(
+        self, signature: Any, demos: Sequence[Any] | None = None, inputs: Mapping[str, Any] | None = None
+    ) -> list[Message]:
+        """The chat messages for ``signature``, few-shot ``demos`` and ``inputs``."""
+        messages = assemble(self, signature, demos, inputs or {})
+        emit("format", adapter=self.name, signature=signature, messages=messages)
+        return messages
+
+    def system_message(self, signature: Any) -> str:
+        """The system message of ``signature`` (rendered once per signature, then cached)."""
+        cached = self._system_cache.get(signature)
+        if cached is None:
+            inputs, outputs = field_views(signature)
+            cached = self.templates.render(
+                "system",
+                inputs=[v for v in inputs if v.kind != "history"],
+                outputs=outputs,
+                instructions=signature.instructions,
+                **self.system_context(signature, outputs),
+            )
+            with self._lock:
+                if len(self._system_cache) > 1024:
+                    self._system_cache.clear()
+                self._system_cache[signature] = cached
+        return cached
+
+    def system_context(self, signature: Any, outputs: Sequence[FieldView]) -> dict[str, Any]:
+        """Extra variables for the system template (subclasses add schemas, skeletons, ...)."""
+        return {}
+
+    def user_message(
+        self,
+        signature: Any,
+        views: Sequence[FieldView],
+        values: Mapping[str, Any],
+        *,
+        main: bool,
+        missing: Sequence[str] = (),
+    ) -> Message:
+        """A user message holding ``values`` of the input fields ``views`` (media as parts)."""
+        media = MediaCollector()
+        fields = [
+            {"name": v.name, "value": media.value_text(values[v.name], v, self.render_input)} for v in views
+        ]
+        note = self.templates.render("demo_note", missing=list(missing)) if missing else ""
+        text = self.templates.render(
+            "user", fields=fields, main=main, note=note, outputs=field_views(signature)[1]
+        )
+        return {"role": "user", "content": media.content(text)}
+
+    def assistant_text(
+        self, signature: Any, views: Sequence[FieldView], values: Mapping[str, Any], *, complete: bool = True
+    ) -> str:
+        """An assistant message holding ``values`` of the output fields ``views``."""
+        fields = [{"name": v.name, "value": self.render_output(values[v.name], v)} for v in views]
+        return self.templates.render("assistant", fields=fields, complete=complete)
+
+    def format_assistant(self, signature: Any, outputs: Mapping[str, Any]) -> str:
+        """The answer text this adapter expects for ``outputs`` (what :meth:`parse` reads back)."""
+        views = field_views(signature)[1]
+        absent = [v.name for v in views if v.name not in outputs]
+        if absent:
+            raise ValueError(f"format_assistant: outputs lack field(s) {absent}")
+        return self.assistant_text(signature, views, outputs, complete=True)
+
+    def render_input(self, value: Any, view: FieldView) -> str:
+        """One input value as text, with anything that could forge structure neutralised."""
+        from sigform.types import render_value
+
+        return self.neutralise(render_value(value, view.annotation))
+
+    def render_output(self, value: Any, view: FieldView) -> str:
+        """One output value as this adapter's answer format writes it."""
+        raise NotImplementedError
+
+    def neutralise(self, text: str) -> str:
+        """User text made inert in this adapter's vocabulary."""
+        return text
+
+    @staticmethod
+    def jsonable(value: Any) -> Any:
+        return to_jsonable_python(value, fallback=str)
+
+    # ---- parsing ---------------------------------------------------------------------------------
+
+    def matcher(self, signature: Any) -> FieldMatcher:
+        matcher = self._matchers.get(signature)
+        if matcher is None:
+            matcher = FieldMatcher(signature.output_fields)
+            with self._lock:
+                self._matchers[signature] = matcher
+        return matcher
+
+    def extract(self, signature: Any, completion: str) -> Extracted:
+        """Raw values per output field (own format first, then the others)."""
+        return extract(completion, field_views(signature)[1], self.matcher(signature), self.parse_order)
+
+    def parse(self, signature: Any, completion: str) -> dict[str, Any]:
+        """Typed output values read from ``completion``.
+
+        Raises :class:`StructureError` when the answer format was not followed (fields missing,
+        a field given twice with different values, a value cut off) and :class:`FieldValueError`
+        when a field was found but its value does not validate; both list every failing field and
+        keep ``completion`` as ``raw``.
+        """
+        try:
+            values = self._parse(signature, completion)
+        except ParseError as exc:
+            err = exc.with_context(raw=completion, adapter=self.name)
+            emit("parse", adapter=self.name, signature=signature, completion=completion, error=err)
+            raise err from None
+        emit("parse", adapter=self.name, signature=signature, completion=completion, values=values)
+        return values
+
+    def _parse(self, signature: Any, completion: str) -> dict[str, Any]:
+        from sigform.types import coerce_fields
+
+        if not isinstance(completion, str):
+            raise StructureError(f"expected the completion text as a str, got {type(completion).__name__}")
+        views = field_views(signature)[1]
+        found = self.extract(signature, completion)
+        structural: list[FieldError] = []
+        for name, seen in found.conflicts.items():
+            view = next(v for v in views if v.name == name)
+            structural.append(
+                FieldError(
+                    name,
+                    view.type_name,
+                    " | ".join(map(_brief, seen)),
+                    "the field is given more than once with different values",
+                )
+            )
+        for name, problem in found.problems.items():
+            view = next(v for v in views if v.name == name)
+            structural.append(FieldError(name, view.type_name, _brief(found.values.get(name)), problem))
+        bad = {e.field for e in structural}
+        present = {
+            v.name: found.values[v.name] for v in views if v.name in found.values and v.name not in bad
+        }
+        annotations = {v.name: v.validation_annotation for v in views if v.name in present}
+        errors: list[FieldError] = []
+        values: dict[str, Any] = {}
+        try:
+            values = coerce_fields(present, annotations)
+        except FieldValueError as exc:
+            errors = list(exc.errors)
+        missing = [v for v in views if v.name not in found.values and v.name not in bad]
+        if missing or structural:
+            for view in missing:
+                structural.append(FieldError(view.name, view.type_name, "(nothing)", "the field is missing"))
+            summary = self.structure_summary(found, missing, views)
+            raise StructureError(summary, errors=structural + errors)
+        if errors:
+            raise FieldValueError(f"{len(errors)} field value(s) do not validate", errors=errors)
+        return {v.name: values[v.name] for v in views}
+
+    def structure_summary(
+        self, found: Extracted, missing: Sequence[FieldView], views: Sequence[FieldView]
+    ) -> str:
+        if missing and len(missing) == len(views):
+            why = f" ({found.note})" if found.note else ""
+            return f"no output field found in the answer{why}; expected {self.format_name()}"
+        if missing:
+            return f"{len(missing)} of {len(views)} output field(s) missing"
+        return "the answer's structure is ambiguous or cut off"
+
+    def format_name(self) -> str:
+        return "the requested format"
+
+    # ---- requests --------------------------------------------------------------------------------
+
+    def request_kwargs(
+        self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Keyword arguments of the LM request. Extension point: subclasses add ``stop`` or
+        ``response_format``; native tools will add ``tools`` here from the signature and inputs."""
+        return dict(lm_kwargs)
+
+    def outputs_from_completion(self, signature: Any, completion: Completion) -> dict[str, Any]:
+        """Typed outputs of one completion. Extension point: native features (tool calls into a
+        ``ToolCalls`` output, native reasoning) are merged here around :meth:`parse`."""
+        return self.parse(signature, completion.text)
+
+    def fallback_adapter(self) -> Adapter | None:
+        """The adapter tried after a structural failure (``None``: no fallback)."""
+        option = self._fallback_option
+        if option is False or option is None:
+            return None
+        if option is True:
+            raise ValueError(f"{self.name}: fallback=True needs an adapter instance")
+        return option
+
+    def _send(
+        self, lm: LMProtocol, state: _RunState, request: Request
+    ) -> Generator[Request, Any, list[Completion]]:
+        """Yield one request; subclasses may step down request options on rejection."""
+        completions = yield request
+        self._account(state, request, completions)
+        return completions
+
+    @staticmethod
+    def _account(state: _RunState, request: Request, completions: list[Completion]) -> None:
+        state.attempts += 1
+        if state.first_messages is None:
+            state.first_messages = request.messages
+            state.first_kwargs = request.kwargs
+        if completions:
+            state.usage = state.usage + completions[0].usage  # usage covers the whole request
+        state.received.extend(completions)
+
+    def reask_messages(
+        self, signature: Any, messages: list[Message], completion: Completion, error: ParseError
+    ) -> list[Message]:
+        """The conversation that asks for a corrected answer after value errors."""
+        text = self.templates.render(
+            "reask", errors=error.errors, outputs=field_views(signature)[1], summary=error.summary
+        )
+        return [
+            *messages,
+            {"role": "assistant", "content": completion.text},
+            {"role": "user", "content": text},
+        ]
+
+    # ---- the call loop ---------------------------------------------------------------------------
+
+    def _judge(self, signature: Any, slot: Slot) -> None:
+        completion = slot.completion
+        slot.history.append(completion)
+        slot.adapters.append(self.name)
+        text = completion.text or ""
+        reason = completion.finish_reason
+        if not text.strip() and not completion.tool_calls and reason in _NO_RETRY_FINISH:
+            # an empty refusal or length stop: asking the same way again would not help
+            slot.error = StructureError(_empty_message(reason), raw=text, adapter=self.name)
+            slot.terminal = True
+            slot.outputs = None
+            return
+        try:
+            slot.outputs = self.outputs_from_completion(signature, completion)
+            slot.error = None
+            if completion.truncated and not self.complete_answer(text):
+                raise StructureError(
+                    "the answer was cut off by the output-token limit (finish_reason='length'); "
+                    "raise max_tokens",
+                    raw=text,
+                    adapter=self.name,
+                )
+        except ParseError as exc:
+            slot.outputs = None
+            slot.error = exc.with_context(raw=text, adapter=self.name)
+            if completion.truncated:
+                slot.terminal = True
+                slot.error = StructureError(
+                    f"the answer was cut off by the output-token limit (finish_reason='length'); raise "
+                    f"max_tokens. {exc.summary}",
+                    errors=exc.errors,
+                    raw=text,
+                    adapter=self.name,
+                )
+
+    def complete_answer(self, text: str) -> bool:
+        """Whether a length-stopped ``text`` still holds a whole answer (chat: the completed marker)."""
+        return True
+
+    def _attempt(
+        self,
+        lm: LMProtocol,
+        signature: Any,
+        demos: Sequence[Any] | None,
+        inputs: Mapping[str, Any],
+        lm_kwargs: Mapping[str, Any],
+        state: _RunState,
+    ) -> Generator[Request, Any, list[Slot]]:
+        messages = self.format(signature, demos, inputs)
+        kwargs = self.request_kwargs(lm, signature, inputs, lm_kwargs)
+        completions = yield from self._send(lm, state, Request(messages, kwargs))
+        if not completions:
+            raise StructureError("the LM returned no completion", adapter=self.name)
+        slots = [Slot(c) for c in completions]
+        for slot in slots:
+            self._judge(signature, slot)
+        one = {k: v for k, v in kwargs.items() if k != "n"}
+        for slot in slots:
+            while (
+                not slot.ok
+                and isinstance(slot.error, FieldValueError)
+                and not slot.terminal
+                and slot.reasks < self.max_reasks
+            ):
+                slot.reasks += 1
+                assert slot.error is not None
+                retry = self.reask_messages(signature, messages, slot.completion, slot.error)
+                again = yield from self._send(lm, state, Request(retry, one))
+                if not again:
+                    break
+                slot.completion = again[0]
+                self._judge(signature, slot)
+        return slots
+
+    def _run(
+        self,
+        lm: LMProtocol,
+        signature: Any,
+        demos: Sequence[Any] | None,
+        inputs: Mapping[str, Any],
+        lm_kwargs: Mapping[str, Any],
+    ) -> Generator[Request, Any, AdapterResult]:
+        state = _RunState()
+        names = [self.name]
+        slots = yield from self._attempt(lm, signature, demos, inputs, lm_kwargs, state)
+        fallback = self.fallback_adapter()
+        redo = [s for s in slots if s.structural]
+        if fallback is not None and redo:
+            names.append(fallback.name)
+            kwargs = dict(lm_kwargs)
+            if len(redo) > 1 or "n" in kwargs:
+                kwargs["n"] = len(redo)
+            fb_slots = yield from fallback._attempt(lm, signature, demos, inputs, kwargs, state)
+            for old, new in zip(redo, fb_slots, strict=False):
+                old.completion, old.outputs, old.error, old.terminal = (
+                    new.completion,
+                    new.outputs,
+                    new.error,
+                    new.terminal,
+                )
+                old.history.extend(new.history)
+                old.adapters.extend(new.adapters)
+        if not all(s.ok for s in slots):
+            raise final_error(slots, names)
+        return AdapterResult(
+            outputs=[s.outputs for s in slots if s.outputs is not None],
+            completions=[s.completion for s in slots],
+            usage=state.usage,
+            adapter_names=names,
+            attempts=state.attempts,
+            messages=state.first_messages or [],
+            all_completions=state.received,
+            request_kwargs=state.first_kwargs,
+        )
+
+    # ---- drivers ---------------------------------------------------------------------------------
+
+    def run(
+        self,
+        lm: LMProtocol,
+        signature: Any,
+        demos: Sequence[Any] | None,
+        inputs: Mapping[str, Any],
+        **lm_kwargs: Any,
+    ) -> AdapterResult:
+        """Format, call ``lm``, parse (with reask and fallback); returns an :class:`AdapterResult`."""
+        gen = self._run(lm, signature, demos, inputs, lm_kwargs)
+        try:
+            request = next(gen)
+            while True:
+                kwargs = dict(request.kwargs)
+                target = kwargs.pop("__lm__", lm)
+                try:
+                    completions = target(request.messages, **kwargs)
+                except ContextWindowError:
+                    gen.close()
+                    raise
+                except Exception as exc:
+                    request = gen.throw(exc)
+                else:
+                    request = gen.send(completions)
+        except StopIteration as stop:
+            return stop.value
+
+    async def arun(
+        self,
+        lm: LMProtocol,
+        signature: Any,
+        demos: Sequence[Any] | None,
+        inputs: Mapping[str, Any],
+        **lm_kwargs: Any,
+    ) -> AdapterResult:
+        """Async twin of :meth:`run` (uses ``lm.acall``)."""
+        gen = self._run(lm, signature, demos, inputs, lm_kwargs)
+        try:
+            request = next(gen)
+            while True:
+                kwargs = dict(request.kwargs)
+                target = kwargs.pop("__lm__", lm)
+                try:
+                    completions = await target.acall(request.messages, **kwargs)
+                except ContextWindowError:
+                    gen.close()
+                    raise
+                except Exception as exc:
+                    request = gen.throw(exc)
+                else:
+                    request = gen.send(completions)
+        except StopIteration as stop:
+            return stop.value
+
+    def __call__(
+        self,
+        lm: LMProtocol,
+        signature: Any,
+        demos: Sequence[Any] | None,
+        inputs: Mapping[str, Any],
+        **lm_kwargs: Any,
+    ) -> list[dict[str, Any]]:
+        """One output dict per completion (``n > 1`` gives several)."""
+        return self.run(lm, signature, demos, inputs, **lm_kwargs).outputs
+
+    async def acall(
+        self,
+        lm: LMProtocol,
+        signature: Any,
+        demos: Sequence[Any] | None,
+        inputs: Mapping[str, Any],
+        **lm_kwargs: Any,
+    ) -> list[dict[str, Any]]:
+        """Async twin of :meth:`__call__`."""
+        return (await self.arun(lm, signature, demos, inputs, **lm_kwargs)).outputs
+
+    # ---- streaming ---------------------------------------------------------------------------------
+
+    def stream_parser(self, signature: Any) -> Any:
+        """An incremental parser: ``.feed(text_delta) -> list[FieldDelta]`` as the answer streams."""
+        from sigform.adapters.streaming import StreamParser
+
+        return StreamParser(signature, self.stream_format)
+
+    stream_format: ClassVar[str] = "chat"
+
+
+def _brief(value: Any) -> str:
+    from sigform.errors import shorten
+
+    return shorten(value, 80)
+
+
+def _empty_message(reason: str | None) -> str:
+    if reason == "length":
+        return (
+            "the model returned no text: it hit the output-token limit before answering "
+            "(finish_reason='length'); raise max_tokens or lower the reasoning effort"
+        )
+    return f"the model returned no text and stopped with finish_reason={reason!r}: it refused or was filtered"

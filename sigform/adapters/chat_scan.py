@@ -1,0 +1,118 @@
+"""Finding ``[[ ## field ## ]]`` sections (and, failing that, ``**field**:`` labels) in LM text.
+
+Lenient about the header: any case, missing inner spaces, a space or hyphen for ``_``, bold
+markdown around it, a header in the middle of a line, the value on the header line. Text before
+the first header is prose; text after the first ``[[ ## completed ## ]]`` is run-on generation
+and ignored. Sections under headers that are not output fields (an echoed input) are skipped.
+
+Duplicate rule (the same in every adapter): a field given more than once is accepted when every
+non-empty occurrence carries the same value; different values are a structural error, never a
+guess. An empty occurrence next to a filled one is ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import regex
+
+from sigform.adapters.names import FieldMatcher
+
+__all__ = ["HEADER_RE", "NEUTRAL_OPEN", "Sections", "find_labels", "find_sections", "neutralise_markers"]
+
+# [[ ## name ## ]] with tolerance; group "name" is what the LM wrote
+HEADER_RE = regex.compile(
+    r"(?:\*\*|__)?\[\[[ \t]*\#{1,3}[ \t]*(?P<name>[^\[\]\#\n]{1,100}?)"
+    r"[ \t]*\#{1,3}[ \t]*\]\](?:\*\*|__)?[ \t]*:?"
+)
+# what would start a header: neutralised in user text so it cannot forge a field marker
+_FORGE_RE = regex.compile(r"\[\[(?=[ \t]*\#)")
+NEUTRAL_OPEN = "[\u2060["  # a word joiner between the brackets: reads the same, never parses as a header
+_FENCE_OPEN = regex.compile(r"\A\s*```[^\n`]*\n")
+_FENCE_CLOSE = regex.compile(r"\n?```\s*\Z")
+_LABEL_RE = regex.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?:\#{1,6}[ \t]*)?(?:\*\*|__)?[ \t]*(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*"
+    r"(?:(?:\*\*|__)[ \t]*:|:[ \t]*(?:\*\*|__)|:)[ \t]*",
+    regex.MULTILINE,
+)
+_HEADING_RE = regex.compile(r"^[ \t]*\#{1,6}[ \t]*(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*$", regex.MULTILINE)
+
+
+def neutralise_markers(text: str) -> str:
+    """User text with anything that could read as a ``[[ ## ... ## ]]`` header defused."""
+    if "[[" not in text:
+        return text
+    return _FORGE_RE.sub(NEUTRAL_OPEN, text)
+
+
+def restore_markers(text: str) -> str:
+    return text.replace(NEUTRAL_OPEN, "[[") if NEUTRAL_OPEN in text else text
+
+
+def unfence(text: str) -> str:
+    """Remove one code fence around the whole text (any tag, any case)."""
+    match = _FENCE_OPEN.match(text)
+    if not match:
+        return text
+    body = text[match.end() :]
+    close = _FENCE_CLOSE.search(body)
+    return body[: close.start()] if close else body
+
+
+@dataclass
+class Sections:
+    """Raw text per output field, plus what the scan saw."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    conflicts: dict[str, list[str]] = field(default_factory=dict)
+    completed: bool = False
+    headers: int = 0  # bracket headers seen (any name)
+
+
+def _add(out: Sections, name: str, value: str) -> None:
+    old = out.values.get(name)
+    if old is None or (not old and value):
+        out.values[name] = value
+    elif value and value != old:
+        out.conflicts.setdefault(name, [old]).append(value)
+
+
+def find_sections(text: str, matcher: FieldMatcher) -> Sections:
+    """Sections under bracket headers; ``headers == 0`` means the text has none."""
+    out = Sections()
+    if "[[" not in text:
+        return out
+    text = unfence(text) if text.lstrip().startswith("```") else text
+    headers = list(HEADER_RE.finditer(text))
+    out.headers = len(headers)
+    for i, match in enumerate(headers):
+        written = match.group("name")
+        if matcher.match(written) is None and written.strip().lower() == "completed":
+            out.completed = True
+            break
+        name = matcher.match(written)
+        if name is None:
+            continue  # an echoed input or an unknown section: it only ends the previous one
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
+        value = text[match.end() : end]
+        if i + 1 == len(headers):
+            value = _FENCE_CLOSE.sub("", value)  # a fence around the whole answer, completed missing
+        _add(out, name, restore_markers(value.strip()))
+    return out
+
+
+def find_labels(text: str, matcher: FieldMatcher) -> Sections:
+    """``**field**: value`` / ``field: value`` / ``## field`` labels at line starts (no brackets)."""
+    out = Sections()
+    marks: list[tuple[int, int, str]] = []
+    for regex_ in (_LABEL_RE, _HEADING_RE):
+        for match in regex_.finditer(text):
+            name = matcher.match(match.group("name"))
+            if name is not None:
+                marks.append((match.start(), match.end(), name))
+    marks.sort()
+    for i, (_, end, name) in enumerate(marks):
+        stop = marks[i + 1][0] if i + 1 < len(marks) else len(text)
+        _add(out, name, text[end:stop].strip())
+    out.headers = len(marks)
+    return out

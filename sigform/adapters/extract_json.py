@@ -1,0 +1,171 @@
+"""Finding the JSON object that answers a signature inside LM text.
+
+The text may hold prose, code fences, an echoed input object, a placeholder template, braces in
+prose, a wrapper (``{"result": {...}}``, ``[{...}]``) or a cut-off object. We collect every
+balanced top-level ``{...}`` (a recursive pattern of the ``regex`` module, aware of strings),
+read each one (strict JSON first, json-repair only when needed, never through a truncation), and
+choose the object whose keys are the output fields: a complete one over a partial one, a filled
+one over a placeholder template, the later one over the earlier.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from sigform.adapters.names import FieldMatcher, norm_name
+
+__all__ = ["JSONFind", "find_json_object"]
+
+# balanced {...}, skipping braces inside double-quoted strings
+_OBJECT_RE = regex.compile(r'\{(?:[^{}"\\]++|\\.|"(?:[^"\\]|\\.)*+"|(?R))*+\}', regex.DOTALL)
+_LOOSE_OBJECT_RE = regex.compile(r"\{(?:[^{}]++|(?R))*+\}", regex.DOTALL)
+_FENCE_LINE_RE = regex.compile(r"^[ \t]*```[^\n`]*$", regex.MULTILINE)
+_PLACEHOLDER_RE = regex.compile(
+    r"\A\s*(?:\.{3}|…|[{<\[]\s*[\w ]{1,60}\s*[}>\]]|\$?\{\{\s*[\w ]+\s*\}\})\s*\Z"
+)
+_MAX_WRAP_DEPTH = 2
+
+
+class _Obj(dict):  # type: ignore[type-arg]
+    """A JSON object that remembers keys given twice with different values."""
+
+    conflicts: set[str]
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Obj:
+    obj = _Obj()
+    obj.conflicts = set()
+    for key, value in pairs:
+        if key in obj and obj[key] != value:
+            obj.conflicts.add(key)
+        obj[key] = value
+    return obj
+
+
+@dataclass
+class JSONFind:
+    """The chosen object: values by declared field name, conflicts, and how much was found."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    conflicts: dict[str, list[Any]] = field(default_factory=dict)
+    objects: int = 0  # JSON objects read from the text
+    problem: str | None = None  # why a candidate could not be read (cut off, ...)
+
+
+def _read(span: str) -> tuple[Any, str | None]:
+    try:
+        return json.loads(span, object_pairs_hook=_pairs), None
+    except (ValueError, RecursionError):
+        pass
+    from sigform.types.coercion._jsontext import parse_json
+    from sigform.types.coercion._plan import Invalid
+
+    try:
+        return parse_json(span), None
+    except Invalid as exc:
+        return None, exc.message
+
+
+def _candidates(text: str) -> tuple[list[Any], str | None]:
+    stripped = text.strip()
+    if stripped[:1] in "{[":
+        value, problem = _read(stripped)
+        if value is not None and (isinstance(value, dict) or (isinstance(value, list) and value)):
+            return [value], None
+    body = _FENCE_LINE_RE.sub("", text) if "```" in text else text
+    matches = list(_OBJECT_RE.finditer(body)) or list(_LOOSE_OBJECT_RE.finditer(body))
+    out: list[Any] = []
+    problem: str | None = None
+    for match in matches:
+        value, why = _read(match.group())
+        if value is not None:
+            out.append(value)
+        elif why:
+            problem = why
+    # an object that never closes: read only if every value in it is complete (only `}` missing)
+    pos = 0
+    for match in matches:
+        opener = body.find("{", pos, match.start())
+        if opener >= 0:
+            break
+        pos = match.end()
+    else:
+        opener = body.find("{", pos)
+    if opener >= 0:
+        value, why = _read(body[opener:].strip())
+        if value is not None:
+            out.append(value)
+        elif why:
+            problem = why
+    return out, problem
+
+
+def _unwrap(value: Any, matcher: FieldMatcher, depth: int = 0) -> dict[str, Any] | None:
+    """The answer object inside ``value``: itself, a one-element list's item, or a one-key wrapper's."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, dict):
+        return None
+    if any(matcher.match(str(k)) for k in value) or depth >= _MAX_WRAP_DEPTH:
+        return value
+    if len(value) == 1:
+        inner = _unwrap(next(iter(value.values())), matcher, depth + 1)
+        if inner is not None and any(matcher.match(str(k)) for k in inner):
+            return inner
+    return value
+
+
+def _is_placeholder(name: str, value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and bool(_PLACEHOLDER_RE.match(value))
+        and ("." in value or "…" in value or norm_name(value.strip("{}<>[]$ ")) == norm_name(name))
+    )
+
+
+def _score(
+    obj: dict[str, Any], matcher: FieldMatcher
+) -> tuple[int, int, dict[str, Any], dict[str, list[Any]]]:
+    values: dict[str, Any] = {}
+    conflicts: dict[str, list[Any]] = {}
+    for key, value in obj.items():
+        name = matcher.match(str(key))
+        if name is None:
+            continue
+        if name in values and values[name] != value:
+            conflicts.setdefault(name, [values[name]]).append(value)
+        values[name] = value
+    for key in getattr(obj, "conflicts", ()):
+        name = matcher.match(str(key))
+        if name is not None:
+            conflicts.setdefault(name, [values.get(name)]).append("(another value under the same key)")
+    placeholders = sum(_is_placeholder(n, v) for n, v in values.items())
+    return len(values), -placeholders, values, conflicts
+
+
+def find_json_object(text: str, names: Sequence[str] | FieldMatcher) -> JSONFind:
+    """The object in ``text`` that answers fields ``names`` (``objects == 0``: no JSON at all)."""
+    matcher = names if isinstance(names, FieldMatcher) else FieldMatcher(names)
+    found = JSONFind()
+    if "{" not in text:
+        return found
+    candidates, found.problem = _candidates(text)
+    best: tuple[int, int, int] | None = None
+    for index, candidate in enumerate(candidates):
+        obj = _unwrap(candidate, matcher)
+        if obj is None:
+            continue
+        found.objects += 1
+        count, not_placeholder, values, conflicts = _score(obj, matcher)
+        if count == 0:
+            continue
+        rank = (count, not_placeholder, index)
+        if best is None or rank > best:
+            best = rank
+            found.values, found.conflicts = values, conflicts
+    return found

@@ -1,0 +1,190 @@
+"""JSONAdapter: the outputs as one JSON object, with native structured outputs when available.
+
+Request modes, best first: a strict JSON schema (``response_format`` ``json_schema``, when
+``lm.supports("json_schema")``), JSON-object mode carrying the schema (llama.cpp and others
+constrain generation with it), plain JSON-object mode, then plain text. When the provider
+rejects a schema request (:class:`~sigform.errors.BadRequestError`, or a
+:class:`~sigform.errors.ProviderError` such as llama.cpp's HTTP 500 on ``json_schema``), the
+adapter steps down one mode, remembers that per model for the life of the process, and logs it
+once on the ``sigform.adapters`` logger. Each mode is tried at most once per request.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Generator, Mapping
+from typing import Any, ClassVar
+
+from sigform.adapters.base import Adapter, Request, _RunState
+from sigform.adapters.chat_scan import neutralise_markers
+from sigform.adapters.fields import FieldView, field_views
+from sigform.errors import BadRequestError, ProviderError
+from sigform.lm.interface import Completion, LMProtocol
+
+__all__ = ["MODES", "JSONAdapter", "forget_step_downs"]
+
+logger = logging.getLogger("sigform.adapters")
+
+MODES = ("json_schema", "json_object_schema", "json_object", "text")
+_step_downs: dict[str, int] = {}  # model -> index into MODES of the best mode still allowed
+_step_lock = threading.Lock()
+
+
+def forget_step_downs() -> None:
+    """Forget every remembered step-down (tests, or after changing a server's configuration)."""
+    with _step_lock:
+        _step_downs.clear()
+
+
+class JSONAdapter(Adapter):
+    """One JSON object holding every output field (see the module docstring)."""
+
+    name: ClassVar[str] = "JSONAdapter"
+    template_folder: ClassVar[str] = "json"
+    parse_order: ClassVar[tuple[str, ...]] = ("json", "chat", "xml")
+    stream_format: ClassVar[str] = "json"
+
+    def __init__(self, *, structured_outputs: bool = True, **options: Any) -> None:
+        options.setdefault("fallback", False)
+        super().__init__(**options)
+        self.structured_outputs = structured_outputs
+        self._schemas: dict[Any, dict[str, Any]] = {}
+
+    # ---- formatting ---------------------------------------------------------------------------
+
+    def strict_schema(self, signature: Any) -> dict[str, Any]:
+        """The strict JSON schema of the output object (cached per signature)."""
+        schema = self._schemas.get(signature)
+        if schema is None:
+            from sigform.types import strict_json_schema
+
+            schema = strict_json_schema({v.name: v.validation_annotation for v in field_views(signature)[1]})
+            with self._lock:
+                self._schemas[signature] = schema
+        return schema
+
+    def system_context(self, signature: Any, outputs: Any) -> dict[str, Any]:
+        from sigform.types import json_schema
+
+        properties = {v.name: json_schema(v.validation_annotation) for v in outputs}
+        defs: dict[str, Any] = {}
+        for prop in properties.values():
+            defs.update(prop.pop("$defs", {}))
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": properties,
+            "required": [v.name for v in outputs],
+        }
+        if defs:
+            schema["$defs"] = defs
+        return {"schema": json.dumps(schema, ensure_ascii=False, separators=(", ", ": "))}
+
+    def neutralise(self, text: str) -> str:
+        return neutralise_markers(text)
+
+    def render_output(self, value: Any, view: FieldView) -> Any:
+        return self.jsonable(value)
+
+    def assistant_text(
+        self, signature: Any, views: Any, values: Mapping[str, Any], *, complete: bool = True
+    ) -> str:
+        obj = {v.name: self.jsonable(values[v.name]) for v in views}
+        return self.templates.render("assistant", json=json.dumps(obj, ensure_ascii=False, indent=2))
+
+    def format_name(self) -> str:
+        return "one JSON object with the output fields as keys"
+
+    # ---- requests -----------------------------------------------------------------------------
+
+    def modes_for(self, lm: LMProtocol) -> list[str]:
+        """The request modes to try for ``lm``, best first, after remembered step-downs."""
+        modes: list[str] = []
+        if self.structured_outputs and lm.supports("json_schema"):
+            modes.append("json_schema")
+        if lm.supports("json_object") or lm.supports("json_schema"):
+            modes += ["json_object_schema", "json_object"] if self.structured_outputs else ["json_object"]
+        modes.append("text")
+        floor = _step_downs.get(_model_key(lm), 0)
+        return [m for m in modes if MODES.index(m) >= floor]
+
+    def response_format(self, mode: str, signature: Any) -> dict[str, Any] | None:
+        if mode == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": _schema_name(signature),
+                    "strict": True,
+                    "schema": self.strict_schema(signature),
+                },
+            }
+        if mode == "json_object_schema":
+            return {"type": "json_object", "schema": self.strict_schema(signature)}
+        if mode == "json_object":
+            return {"type": "json_object"}
+        return None
+
+    def request_kwargs(
+        self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        kwargs = dict(lm_kwargs)
+        if "response_format" in kwargs:  # the caller decided
+            return kwargs
+        kwargs["__modes__"] = self.modes_for(lm)
+        kwargs["__signature__"] = signature
+        return kwargs
+
+    def _send(
+        self, lm: LMProtocol, state: _RunState, request: Request
+    ) -> Generator[Request, Any, list[Completion]]:
+        kwargs = dict(request.kwargs)
+        modes: list[str] | None = kwargs.pop("__modes__", None)
+        signature = kwargs.pop("__signature__", None)
+        if modes is None:
+            return (yield from super()._send(lm, state, Request(request.messages, kwargs)))
+        for i, mode in enumerate(modes):
+            attempt = dict(kwargs)
+            fmt = self.response_format(mode, signature)
+            if fmt is not None:
+                attempt["response_format"] = fmt
+            try:
+                completions = yield Request(request.messages, attempt)
+            except (BadRequestError, ProviderError) as exc:
+                last = i + 1 == len(modes)
+                rejected = isinstance(exc, BadRequestError) or mode == "json_schema"
+                if last or fmt is None or not rejected:
+                    raise
+                _step_down(lm, mode, modes[i + 1], exc)
+                state.attempts += 1
+                continue
+            self._account(state, Request(request.messages, attempt), completions)
+            return completions
+        raise AssertionError("unreachable: the text mode always answers or raises")
+
+
+def _model_key(lm: LMProtocol) -> str:
+    return str(getattr(lm, "model", "") or type(lm).__name__)
+
+
+def _schema_name(signature: Any) -> str:
+    name = getattr(signature, "__name__", "") or "outputs"
+    clean = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)[:64]
+    return clean or "outputs"
+
+
+def _step_down(lm: LMProtocol, mode: str, next_mode: str, exc: Exception) -> None:
+    key = _model_key(lm)
+    with _step_lock:
+        before = _step_downs.get(key, 0)
+        after = MODES.index(next_mode)
+        if after <= before:
+            return
+        _step_downs[key] = after
+    logger.warning(
+        "model %r rejected the %s response format (%s); using %s for this model from now on",
+        key,
+        mode,
+        type(exc).__name__,
+        next_mode,
+    )

@@ -1,0 +1,33 @@
+"""Matching what the LM wrote as a field name (``Capital``, ``News Title``, ``reading-minutes``,
+``**Decision**``) to the signature's field names."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import regex
+
+__all__ = ["FieldMatcher", "norm_name"]
+
+_SEPARATORS = regex.compile(r"[\s\-.]+")
+_DECORATION = "*_`'\" \t:"
+
+
+def norm_name(name: str) -> str:
+    """Canonical form of a field name: decoration stripped, lower case, ``-``/spaces -> ``_``."""
+    return _SEPARATORS.sub("_", name.strip(_DECORATION).lower()).strip("_")
+
+
+class FieldMatcher:
+    """Maps written names to declared field names (exact name first, then the normalised form)."""
+
+    __slots__ = ("_by_norm", "names")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = tuple(names)
+        self._by_norm = {norm_name(n): n for n in self.names}
+
+    def match(self, written: str) -> str | None:
+        if written in self._by_norm.values():
+            return written
+        return self._by_norm.get(norm_name(written))

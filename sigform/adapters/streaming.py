@@ -1,0 +1,228 @@
+"""Field-level streaming: which output field the answer is writing, and its text so far.
+
+``adapter.stream_parser(signature)`` returns a :class:`StreamParser`; feed it the text deltas of
+a streamed completion and it reports :class:`FieldDelta` objects for every field whose text
+grew or which finished. The result does not depend on how the text was chunked (one character
+at a time or the whole answer at once): each snapshot is computed from the text received so
+far, and text that could still turn into a marker (``[[ ## ...``, ``</field``, an unfinished
+JSON escape) is held back until it is known. ``text_so_far`` only ever grows; the typed values
+come from the adapter's ``parse`` once the stream ends.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+
+from sigform.adapters.chat_scan import HEADER_RE, restore_markers
+from sigform.adapters.names import FieldMatcher, norm_name
+from sigform.adapters.xml_scan import decode_text
+
+__all__ = ["FieldDelta", "StreamParser"]
+
+_PARTIAL_HEADER_RE = regex.compile(r"(?:\*{1,2}|_{1,2})?\[(?:\[[^\]\n]{0,110}(?:\][^\]\n]?)?)?\Z")
+_OPEN_TAG_RE = regex.compile(r"<(?P<name>[A-Za-z_][\w.\-:]{0,80})(?:\s[^<>]*?)?>")
+_KEY_RE = regex.compile(r'"(?P<key>(?:[^"\\]|\\.){1,200})"\s*:\s*')
+
+
+@dataclass(frozen=True)
+class FieldDelta:
+    """Progress of one output field: its text so far and whether it is finished."""
+
+    field: str
+    text_so_far: str
+    done: bool
+
+
+def _chat_snapshot(text: str, matcher: FieldMatcher) -> dict[str, tuple[str, bool]]:
+    out: dict[str, tuple[str, bool]] = {}
+    headers = list(HEADER_RE.finditer(text))
+    for i, match in enumerate(headers):
+        if norm_name(match.group("name")) == "completed":
+            break
+        name = matcher.match(match.group("name"))
+        if name is None or name in out:
+            continue
+        if i + 1 < len(headers):
+            out[name] = (restore_markers(text[match.end() : headers[i + 1].start()].strip()), True)
+        else:
+            body = text[match.end() :]
+            partial = _PARTIAL_HEADER_RE.search(body)
+            if partial is not None:
+                body = body[: partial.start()]
+            out[name] = (restore_markers(body.strip()), False)
+    return out
+
+
+def _xml_snapshot(text: str, matcher: FieldMatcher) -> dict[str, tuple[str, bool]]:
+    out: dict[str, tuple[str, bool]] = {}
+    pos = 0
+    while True:
+        match = _OPEN_TAG_RE.search(text, pos)
+        if match is None:
+            break
+        name = matcher.match(match.group("name"))
+        if name is None or name in out:
+            pos = match.end()
+            continue
+        close = regex.compile(r"</\s*" + regex.escape(match.group("name")) + r"\s*>", regex.IGNORECASE)
+        end = close.search(text, match.end())
+        if end is not None:
+            out[name] = (decode_text(text[match.end() : end.start()]).strip(), True)
+            pos = end.end()
+            continue
+        body = text[match.end() :]
+        cut = body.rfind("<")
+        if cut >= 0 and ">" not in body[cut:]:
+            body = body[:cut]  # maybe the start of the close tag
+        amp = body.rfind("&")
+        if amp >= 0 and ";" not in body[amp:] and len(body) - amp <= 10:
+            body = body[:amp]  # maybe an unfinished entity
+        out[name] = (decode_text(body).strip(), False)
+        break
+    return out
+
+
+def _json_string_prefix(text: str, start: int) -> tuple[str, bool, int]:
+    """Decode a JSON string starting after its opening quote: (text, closed, end index)."""
+    pieces: list[str] = []
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            return "".join(pieces), True, i + 1
+        if ch == "\\":
+            if i + 1 >= len(text):
+                break
+            nxt = text[i + 1]
+            if nxt == "u":
+                if i + 6 > len(text):
+                    break
+                try:
+                    pieces.append(json.loads(f'"{text[i : i + 6]}"'))
+                except ValueError:
+                    pieces.append(text[i : i + 6])
+                i += 6
+                continue
+            pieces.append({"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}.get(nxt, nxt))
+            i += 2
+            continue
+        pieces.append(ch)
+        i += 1
+    return "".join(pieces), False, len(text)
+
+
+def _json_value_end(text: str, start: int) -> tuple[int, bool]:
+    """End of a non-string JSON value at ``start``: (end index, finished)."""
+    depth = 0
+    i = start
+    in_string = False
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            if depth == 0:
+                return i, True
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return i, True
+        i += 1
+    return len(text), False
+
+
+def _json_snapshot(text: str, matcher: FieldMatcher) -> dict[str, tuple[str, bool]]:
+    out: dict[str, tuple[str, bool]] = {}
+    start = text.find("{")
+    if start < 0:
+        return out
+    pos = start + 1
+    while True:
+        match = _KEY_RE.search(text, pos)
+        if match is None:
+            break
+        try:
+            key = json.loads(f'"{match.group("key")}"')
+        except ValueError:
+            key = match.group("key")
+        name = matcher.match(key)
+        value_start = match.end()
+        if value_start >= len(text):
+            if name is not None and name not in out:
+                out[name] = ("", False)
+            break
+        if text[value_start] == '"':
+            value, closed, end = _json_string_prefix(text, value_start + 1)
+        else:
+            end, closed = _json_value_end(text, value_start)
+            value = text[value_start:end].strip()
+            if not closed:  # a number or literal may still grow; a structure is shown as written
+                value = value if value[:1] in "{[" else ""
+        if name is not None and name not in out:
+            out[name] = (value, closed)
+        if not closed:
+            break
+        pos = end
+    return out
+
+
+_SNAPSHOTS = {"chat": _chat_snapshot, "json": _json_snapshot, "xml": _xml_snapshot}
+
+
+class StreamParser:
+    """Incremental field parser for one streamed completion (see the module docstring)."""
+
+    def __init__(self, signature: Any, fmt: str) -> None:
+        if fmt not in _SNAPSHOTS:
+            raise ValueError(f"no stream parser for format {fmt!r}; expected one of {sorted(_SNAPSHOTS)}")
+        self.signature = signature
+        self.format = fmt
+        self._snapshot = _SNAPSHOTS[fmt]
+        self._matcher = FieldMatcher(signature.output_fields)
+        self._buffer: list[str] = []
+        self._text = ""
+        self._state: dict[str, tuple[str, bool]] = {}
+
+    @property
+    def text(self) -> str:
+        """Everything fed so far."""
+        return self._text
+
+    def feed(self, delta: str) -> list[FieldDelta]:
+        """Add ``delta`` and return the fields whose text grew or which finished."""
+        if not delta:
+            return []
+        self._text += delta
+        return self._update(self._snapshot(self._text, self._matcher), final=False)
+
+    def finish(self) -> list[FieldDelta]:
+        """The stream ended: every field seen is finished with its full text."""
+        snapshot = self._snapshot(self._text + "\n", self._matcher)
+        return self._update({k: (v, True) for k, v in snapshot.items()}, final=True)
+
+    def _update(self, snapshot: dict[str, tuple[str, bool]], final: bool) -> list[FieldDelta]:
+        out: list[FieldDelta] = []
+        for name in self._matcher.names:
+            if name not in snapshot:
+                continue
+            text, done = snapshot[name]
+            old_text, old_done = self._state.get(name, ("", False))
+            if old_done:
+                continue
+            if not text.startswith(old_text):  # never shrink what was shown
+                text = old_text if not done else text
+            if text != old_text or done or name not in self._state:
+                self._state[name] = (text, done)
+                out.append(FieldDelta(name, text, done))
+        return out

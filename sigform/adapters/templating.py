@@ -1,0 +1,82 @@
+"""Prompt wording lives in jinja2 templates, one folder per adapter, overridable by users.
+
+Each adapter reads its templates by name (``system``, ``user``, ``assistant``, ``demo_note``,
+``reask``, ...) from ``sigform/adapters/templates/<adapter>/<name>.jinja``. Users replace any of
+them with ``ChatAdapter(templates={"system": "..."})`` (template source strings) or
+``ChatAdapter(template_dir="my_templates/")`` (a folder holding ``<name>.jinja`` files); names
+not overridden keep the built-in wording. Rendering is deterministic: same context, same text.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+__all__ = ["TEMPLATE_ROOT", "TemplateSet"]
+
+TEMPLATE_ROOT = Path(__file__).resolve().parent / "templates"
+
+
+def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=loader,
+        autoescape=False,  # prompts are plain text; values are neutralised before rendering
+        undefined=jinja2.StrictUndefined,  # a typo in a user template fails loudly
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    return env
+
+
+class TemplateSet:
+    """The templates of one adapter: built-ins, a user folder over them, string overrides on top."""
+
+    def __init__(
+        self,
+        folder: str,
+        templates: Mapping[str, str] | None = None,
+        template_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        loaders: list[jinja2.BaseLoader] = []
+        if templates:
+            bad = [k for k, v in templates.items() if not isinstance(v, str)]
+            if bad:
+                raise TypeError(f"template overrides must be strings of jinja2 source; bad: {bad}")
+            loaders.append(jinja2.DictLoader({f"{k}.jinja": v for k, v in templates.items()}))
+        if template_dir is not None:
+            path = Path(template_dir)
+            if not path.is_dir():
+                raise FileNotFoundError(f"template_dir {str(path)!r} is not a folder")
+            loaders.append(jinja2.FileSystemLoader(str(path)))
+        loaders.append(jinja2.FileSystemLoader(str(TEMPLATE_ROOT / folder)))
+        loaders.append(jinja2.FileSystemLoader(str(TEMPLATE_ROOT / "common")))
+        self.folder = folder
+        self.overridden = bool(templates) or template_dir is not None
+        self._env = _environment(jinja2.ChoiceLoader(loaders))
+        self._compiled: dict[str, jinja2.Template] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> jinja2.Template:
+        """The compiled template ``name`` (compiled once, then cached)."""
+        template = self._compiled.get(name)
+        if template is None:
+            with self._lock:
+                template = self._env.get_template(f"{name}.jinja")
+                self._compiled[name] = template
+        return template
+
+    def render(self, name: str, **context: Any) -> str:
+        """Render template ``name``; surrounding blank space is trimmed."""
+        return self.get(name).render(**context).strip()
+
+    def source(self, name: str) -> str:
+        """The source text of template ``name`` as it would be used (to read or copy and edit)."""
+        loader = self._env.loader
+        assert loader is not None
+        return loader.get_source(self._env, f"{name}.jinja")[0]

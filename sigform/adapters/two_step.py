@@ -1,0 +1,160 @@
+"""TwoStepAdapter: a free-form answer first, then a typed extraction by a second LM call.
+
+Strong reasoning models often answer best without a rigid output format. The main LM gets the
+task and inputs and answers freely; an extraction LM (by default the same one) reads that answer
+with a Chat or JSON adapter and returns the typed fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, ClassVar
+
+from sigform.adapters.base import Adapter, Request, _RunState
+from sigform.adapters.chat_scan import neutralise_markers
+from sigform.adapters.fields import FieldView
+from sigform.adapters.result import AdapterResult
+from sigform.errors import StructureError
+from sigform.lm.interface import LMProtocol
+
+__all__ = ["TwoStepAdapter"]
+
+_RESPONSE_FIELD = "response"
+
+
+class TwoStepAdapter(Adapter):
+    """Free-form answer by the main LM, typed extraction by ``extraction_lm``.
+
+    Args:
+        extraction_lm: the LM that extracts the fields (default: the main LM).
+        extraction_adapter: a :class:`ChatAdapter` or :class:`JSONAdapter` (default JSONAdapter).
+    """
+
+    name: ClassVar[str] = "TwoStepAdapter"
+    template_folder: ClassVar[str] = "two_step"
+    parse_order: ClassVar[tuple[str, ...]] = ("chat", "json", "xml", "labels")
+    stream_format: ClassVar[str] = "chat"
+
+    def __init__(
+        self,
+        extraction_lm: LMProtocol | None = None,
+        extraction_adapter: Adapter | None = None,
+        **options: Any,
+    ) -> None:
+        options.setdefault("fallback", False)
+        super().__init__(**options)
+        if extraction_adapter is None:
+            from sigform.adapters.json_adapter import JSONAdapter
+
+            extraction_adapter = JSONAdapter(max_reasks=self.max_reasks)
+        if isinstance(extraction_adapter, TwoStepAdapter):
+            raise TypeError("the extraction adapter of a TwoStepAdapter cannot be another TwoStepAdapter")
+        self.extraction_lm = extraction_lm
+        self.extraction_adapter = extraction_adapter
+        self._extract_sigs: dict[Any, Any] = {}
+
+    def neutralise(self, text: str) -> str:
+        return neutralise_markers(text)
+
+    def render_output(self, value: Any, view: FieldView) -> str:
+        from sigform.adapters.chat import write_scalar_or_json
+
+        return self.neutralise(write_scalar_or_json(self, value, view))
+
+    def parse(self, signature: Any, completion: str) -> dict[str, Any]:
+        """Read the fields when the text already holds them (``field: value`` lines, as in demos,
+        or any structured format); a free-form answer needs the extraction call (:meth:`run`)."""
+        return super().parse(signature, completion)
+
+    def extraction_signature(self, signature: Any) -> Any:
+        """``response -> <the outputs>``: what the extraction call answers."""
+        cached = self._extract_sigs.get(signature)
+        if cached is None:
+            from sigform.signatures import InputField, make_signature
+
+            name = _RESPONSE_FIELD
+            while name in signature.output_fields:
+                name += "_text"
+            fields: dict[str, Any] = {name: (str, InputField(desc="an answer written in free form"))}
+            for spec in signature.output_fields.values():
+                fields[spec.name] = spec
+            cached = make_signature(
+                fields,
+                self.templates.render("extract_instructions", instructions=signature.instructions),
+                name=f"{getattr(signature, '__name__', 'Signature')}Extraction",
+            )
+            self._extract_sigs[signature] = cached
+        return cached
+
+    def _run(
+        self,
+        lm: LMProtocol,
+        signature: Any,
+        demos: Sequence[Any] | None,
+        inputs: Mapping[str, Any],
+        lm_kwargs: Mapping[str, Any],
+    ) -> Generator[Request, Any, AdapterResult]:
+        state = _RunState()
+        messages = self.format(signature, demos, inputs)
+        completions = yield from self._send(lm, state, Request(messages, dict(lm_kwargs)))
+        if not completions:
+            raise StructureError("the LM returned no completion", adapter=self.name)
+        extraction_sig = self.extraction_signature(signature)
+        response_name = next(iter(extraction_sig.input_fields))
+        extractor = self.extraction_adapter
+        extraction_lm = self.extraction_lm or lm
+        outputs: list[dict[str, Any]] = []
+        names = [self.name]
+        extra = {k: v for k, v in lm_kwargs.items() if k not in ("n", "stream")}
+        for completion in completions:
+            if not (completion.text or "").strip():
+                raise StructureError(
+                    f"the main LM returned no text (finish_reason={completion.finish_reason!r})",
+                    adapter=self.name,
+                    completions=list(completions),
+                )
+            sub = yield from _Delegate(extraction_lm, lm).run(
+                extractor._run(extraction_lm, extraction_sig, None, {response_name: completion.text}, extra)
+            )
+            state.attempts += sub.attempts
+            state.usage = state.usage + sub.usage
+            state.received.extend(sub.all_completions)
+            outputs.append(sub.outputs[0])
+            for adapter_name in sub.adapter_names:
+                if adapter_name not in names:
+                    names.append(adapter_name)
+        return AdapterResult(
+            outputs=outputs,
+            completions=list(completions),
+            usage=state.usage,
+            adapter_names=names,
+            attempts=state.attempts,
+            messages=messages,
+            all_completions=state.received,
+            request_kwargs=dict(lm_kwargs),
+        )
+
+
+class _Delegate:
+    """Routes the extraction sub-loop's requests to the extraction LM."""
+
+    def __init__(self, extraction_lm: LMProtocol, main_lm: LMProtocol) -> None:
+        self.extraction_lm = extraction_lm
+        self.main_lm = main_lm
+
+    def run(self, gen: Generator[Request, Any, AdapterResult]) -> Generator[Request, Any, AdapterResult]:
+        request = next(gen)
+        while True:
+            request = Request(request.messages, {**request.kwargs, "__lm__": self.extraction_lm})
+            try:
+                completions = yield request
+            except Exception as exc:
+                try:
+                    request = gen.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+                continue
+            try:
+                request = gen.send(completions)
+            except StopIteration as stop:
+                return stop.value
