@@ -14,7 +14,7 @@ return the value or raise ValueError/TypeError), ``__sigform_render__(self) -> s
 """
 
 from sigform.types.audio import Audio
-from sigform.types.coerce import coerce, coerce_fields
+from sigform.types.coercion import coerce, coerce_fields
 from sigform.types.describe import TypeDescription, describe_type, type_hint
 from sigform.types.file import File
 from sigform.types.history import History

@@ -88,7 +88,7 @@ def to_json(value: Any) -> str:
 def _disambiguate(value: str, text: str, annotation: Any) -> str:
     """In a Union (or Any) a bare string may read as another member: then write it as JSON."""
     from sigform.errors import FieldValueError
-    from sigform.types.coerce import coerce
+    from sigform.types.coercion import coerce
 
     try:
         back = coerce(text, annotation)

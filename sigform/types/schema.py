@@ -8,7 +8,7 @@ Properties stay in declaration order and constraints (``minimum``, ``maxLength``
 :func:`strict_json_schema` shapes an object schema for OpenAI-style strict structured
 outputs: every object closed (``additionalProperties: false``) with all properties required
 (optional ones nullable). Strict mode cannot express an open ``dict[K, V]``, so such a dict is
-asked for as an **array of ``{"key": k, "value": v}`` objects**; :func:`~sigform.types.coerce`
+asked for as an **array of ``{"key": k, "value": v}`` objects**; :func:`~sigform.types.coercion`
 reads that form back into a dict. Fixed tuples become arrays whose items may be any of the
 member types (length and order are still enforced by coerce); keywords strict mode rejects are
 dropped (coerce still enforces them).
@@ -75,6 +75,7 @@ def _build(annotation: Any) -> dict[str, Any]:
 
 def _compact(schema: dict[str, Any]) -> dict[str, Any]:
     defs: dict[str, Any] = schema.pop("$defs", {})
+    recursive = _recursive_defs(defs)
     needed: dict[str, Any] = {}
 
     def walk(node: Any, stack: tuple[str, ...]) -> Any:
@@ -85,7 +86,7 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             name = ref[len("#/$defs/") :]
-            if name in defs and name not in stack:
+            if name in defs and name not in recursive and name not in stack:
                 inlined = walk(defs[name], (*stack, name))
                 extra = {k: walk(v, stack) for k, v in node.items() if k != "$ref" and k != "title"}
                 return _order({**inlined, **extra})
@@ -111,6 +112,36 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
     if done:
         result["$defs"] = done
     return result
+
+
+def _refs(node: Any) -> set[str]:
+    if isinstance(node, list):
+        return set().union(*(_refs(v) for v in node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    out = set().union(*(_refs(v) for k, v in node.items() if k not in _DATA_KEYWORDS)) if node else set()
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        out.add(ref[len("#/$defs/") :])
+    return out
+
+
+def _recursive_defs(defs: dict[str, Any]) -> set[str]:
+    """Names of definitions that reach themselves through references (they must stay $refs)."""
+    direct = {name: _refs(d) for name, d in defs.items()}
+    out = set()
+    for name in defs:
+        seen: set[str] = set()
+        todo = list(direct[name])
+        while todo:
+            n = todo.pop()
+            if n == name:
+                out.add(name)
+                break
+            if n not in seen and n in direct:
+                seen.add(n)
+                todo.extend(direct[n])
+    return out
 
 
 def _order(node: dict[str, Any]) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from sigform.errors import FieldError, FieldValueError, shorten
-from sigform.types.coerce._plan import Invalid, adapter_for, plan_for
-from sigform.types.coerce._union import pydantic_message
+from sigform.types.coercion._plan import Invalid, adapter_for, plan_for
+from sigform.types.coercion._union import pydantic_message
 from sigform.types.names import type_name
 
 __all__ = ["coerce", "coerce_fields", "field_error"]
@@ -69,7 +69,11 @@ def field_error(field: str, annotation: Any, value: Any, exc: BaseException) -> 
         expected = type_name(annotation)
     except Exception:
         expected = repr(annotation)
-    return FieldError(field=field, expected=expected, seen=shorten(value), message=message)
+    try:
+        seen = shorten(value)
+    except Exception:  # a pathological value (repr too deep): name its type only
+        seen = f"<{type(value).__name__}>"
+    return FieldError(field=field, expected=expected, seen=seen, message=message)
 
 
 def coerce_fields(values: dict[str, Any], annotations: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,9 @@ import enum
 import re
 from typing import Any
 
-from sigform.types.coerce._numbers import INT_TEXT
-from sigform.types.coerce._plan import Invalid, Node
-from sigform.types.coerce._scalars import _scalar_text, describe_seen, unwrap_single
+from sigform.types.coercion._numbers import INT_TEXT
+from sigform.types.coercion._plan import Invalid, Node
+from sigform.types.coercion._scalars import _scalar_text, describe_seen, unwrap_single
 
 __all__ = ["EnumNode", "LiteralNode"]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sigform.types.coerce._jsontext import parse_json
-from sigform.types.coerce._plan import Invalid, Node, plan_for
-from sigform.types.coerce._scalars import FloatNode, IntNode, describe_seen
-from sigform.types.coerce._text import WRAPPER_KEYS, key_norm, strip_fence, unwrap_quotes
+from sigform.types.coercion._jsontext import parse_json
+from sigform.types.coercion._plan import Invalid, Node, plan_for
+from sigform.types.coercion._scalars import FloatNode, IntNode, describe_seen
+from sigform.types.coercion._text import WRAPPER_KEYS, key_norm, strip_fence, unwrap_quotes
 
 __all__ = ["DictNode", "SeqNode", "TupleNode", "split_items"]
 
@@ -153,6 +153,11 @@ class TupleNode(Node):
             s = strip_fence(value.strip())
             if s[:1] == "[":
                 value = parse_json(s)
+            elif s[:1] == "(" and s[-1:] == ")":  # a Python-style tuple: (1, 2)
+                value, as_text = (
+                    split_items(s[1:-1], all(isinstance(n, (IntNode, FloatNode)) for n in nodes)),
+                    True,
+                )
             else:
                 numeric = all(isinstance(n, (IntNode, FloatNode)) for n in nodes)
                 value, as_text = split_items(s, numeric), True

@@ -20,11 +20,11 @@ from sigform.types._typing import (
     split_optional,
     strip_annotated,
 )
-from sigform.types.coerce._choices import EnumNode, LiteralNode
-from sigform.types.coerce._collections import DictNode, SeqNode, TupleNode
-from sigform.types.coerce._plan import Node, plan_for
-from sigform.types.coerce._records import RecordNode
-from sigform.types.coerce._scalars import (
+from sigform.types.coercion._choices import EnumNode, LiteralNode
+from sigform.types.coercion._collections import DictNode, SeqNode, TupleNode
+from sigform.types.coercion._plan import Node, plan_for
+from sigform.types.coercion._records import RecordNode
+from sigform.types.coercion._scalars import (
     AnyNode,
     BoolNode,
     FloatNode,
@@ -34,7 +34,7 @@ from sigform.types.coerce._scalars import (
     StrNode,
     TextParsedNode,
 )
-from sigform.types.coerce._union import UnionNode
+from sigform.types.coercion._union import UnionNode
 
 __all__ = ["compile_node"]
 

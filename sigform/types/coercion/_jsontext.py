@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sigform.types.coerce._plan import Invalid
+from sigform.types.coercion._plan import Invalid
 
 __all__ = ["MAX_REPAIR_CHARS", "parse_json", "truncation_problem"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from sigform.types.coerce._plan import Invalid
+from sigform.types.coercion._plan import Invalid
 
 __all__ = ["INT_TEXT", "parse_number"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from sigform.types._typing import cache_key
 
-__all__ = ["Invalid", "Node", "adapter_for", "plan_for"]
+__all__ = ["Invalid", "Node", "accepts_none", "adapter_for", "plan_for"]
 
 
 class Invalid(Exception):
@@ -61,13 +61,19 @@ _LOCK = threading.Lock()
 _MAX_CACHE = 4096
 
 
+def accepts_none(node: Node) -> bool:
+    """Whether ``node`` reads JSON null as a value (None, Optional, Any)."""
+    node = getattr(node, "inner", node)
+    return bool(getattr(node, "allows_none", False)) or type(node).__name__ in ("NoneNode", "AnyNode")
+
+
 def plan_for(annotation: Any) -> Node:
     """The cached converter tree for ``annotation``."""
     key = cache_key(annotation)
     hit = _PLANS.get(key)
     if hit is not None:
         return hit[0]
-    from sigform.types.coerce._compile import compile_node
+    from sigform.types.coercion._compile import compile_node
 
     node = compile_node(annotation)
     with _LOCK:

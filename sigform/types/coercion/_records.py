@@ -11,21 +11,24 @@ constraints).
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import textwrap
 import typing
 from typing import Any
 
 from sigform.types._typing import is_model_type, is_typeddict_type
-from sigform.types.coerce._jsontext import parse_json
-from sigform.types.coerce._plan import Invalid, Node, plan_for
-from sigform.types.coerce._scalars import describe_seen
-from sigform.types.coerce._text import key_norm, strip_fence
+from sigform.types.coercion._jsontext import parse_json
+from sigform.types.coercion._plan import Invalid, Node, accepts_none, plan_for
+from sigform.types.coercion._scalars import describe_seen
+from sigform.types.coercion._text import key_norm, strip_fence
 
 __all__ = ["RecordNode"]
 
 _YAML_KEY = re.compile(
-    r"\A(?:[-*\u2022]\s+)?\**\s*([A-Za-z_][\w \-]{0,60}?)\s*(?:\*\*)?\s*:(?:\s+|\Z)(?:\*\*\s*)?(.*)\Z", re.S
+    r"\A(?:[-*\u2022]\s+)?\**\s*([A-Za-z_][\w \-]{0,60}?)\s*(?:\*\*)?\s*"  # bullet, **bold** key
+    r":(?:\*\*)?(?:\s+|\Z)(?:\*\*\s*)?(.*)\Z",
+    re.S,
 )
 
 
@@ -53,7 +56,7 @@ def _record_fields(cls: Any) -> tuple[list[_Field], bool]:
         hints = {}
     if is_typeddict_type(cls):
         required = getattr(cls, "__required_keys__", frozenset(hints))
-        return [_Field(n, n, hints.get(n, Any), n in required) for n in hints], False
+        return [_Field(n, n, hints[n], _typeddict_required(hints[n], n in required)) for n in hints], False
     out = []
     for f in dataclasses.fields(cls):
         if not f.init:
@@ -61,6 +64,18 @@ def _record_fields(cls: Any) -> tuple[list[_Field], bool]:
         missing = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         out.append(_Field(f.name, f.name, hints.get(f.name, Any), missing))
     return out, False
+
+
+def _typeddict_required(hint: Any, default: bool) -> bool:
+    # string annotations hide Required/NotRequired from the class; the resolved hint shows them
+    while True:
+        origin = typing.get_origin(hint)
+        if origin is typing.Annotated:
+            hint = typing.get_args(hint)[0]
+        elif origin is not None and getattr(origin, "_name", "") in ("Required", "NotRequired"):
+            return getattr(origin, "_name", "") == "Required"
+        else:
+            return default
 
 
 class RecordNode(Node):
@@ -114,6 +129,13 @@ class RecordNode(Node):
         s = strip_fence(value.strip())
         if not s:
             raise Invalid("the value is empty")
+        if len(s) >= 2 and s[0] == '"' and s[-1] == '"':  # the object written as a JSON string
+            try:
+                inner = json.loads(s)
+            except ValueError:
+                inner = None
+            if isinstance(inner, str):
+                return self._from_text(inner)
         if s[0] in "{[":
             return self.convert(parse_json(s), "", False)
         start = s.find("{")
@@ -174,6 +196,8 @@ class RecordNode(Node):
             seen[f.key] = raw
             if f.node is None:
                 f.node = plan_for(f.annotation)
+            if raw is None and not f.required and not accepts_none(f.node):
+                continue  # null for a field with a default (strict outputs send it): use the default
             try:
                 out[f.key] = f.node.convert(raw, f.name, text)
             except Invalid as exc:

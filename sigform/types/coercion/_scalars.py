@@ -6,10 +6,10 @@ import json
 import math
 from typing import Any
 
-from sigform.types.coerce._jsontext import parse_json
-from sigform.types.coerce._numbers import INT_TEXT, parse_number
-from sigform.types.coerce._plan import Invalid, Node
-from sigform.types.coerce._text import NULL_WORDS, WRAPPER_KEYS, clean_scalar, key_norm, strip_fence
+from sigform.types.coercion._jsontext import parse_json
+from sigform.types.coercion._numbers import INT_TEXT, parse_number
+from sigform.types.coercion._plan import Invalid, Node
+from sigform.types.coercion._text import NULL_WORDS, WRAPPER_KEYS, clean_scalar, key_norm, strip_fence
 
 __all__ = [
     "AnyNode",
@@ -139,7 +139,7 @@ class IntNode(Node):
 
     def convert(self, value: Any, name: str, text: bool) -> Any:
         if type(value) is int:
-            return value
+            return self._finish(value)
         if isinstance(value, bool):
             raise Invalid("expected a number, got a boolean")
         if isinstance(value, str):

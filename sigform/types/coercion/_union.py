@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sigform.types.coerce._plan import Invalid, Node, adapter_for, plan_for
-from sigform.types.coerce._scalars import StrNode
-from sigform.types.coerce._text import NULL_WORDS, clean_scalar
+from sigform.types.coercion._plan import Invalid, Node, adapter_for, plan_for
+from sigform.types.coercion._scalars import StrNode
+from sigform.types.coercion._text import NULL_WORDS, clean_scalar
 from sigform.types.names import type_name
 
 __all__ = ["UnionNode", "pydantic_message"]
@@ -69,7 +69,8 @@ class UnionNode(Node):
         if self.allows_none:
             if value is None:
                 return None
-            if isinstance(value, str):
+            # a double-quoted "None" is a string literal, not a null
+            if isinstance(value, str) and not value.lstrip().startswith('"'):
                 cleaned = clean_scalar(value, name, punctuation=True)
                 if cleaned.lower() in NULL_WORDS or (
                     not cleaned and not any(isinstance(n, StrNode) for n in nodes)
