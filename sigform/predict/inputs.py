@@ -125,7 +125,7 @@ class InputChecker:
                 spec = self._fields[name]
                 raise InputError(
                     f"{self._sig_name}: input `{name}` expects {_type_label(spec.annotation)}, got "
-                    f"{type(value).__name__} {shorten(value, 80)} ({_first_error_line(exc)})"
+                    f"{type(value).__name__} {shorten(repr(value), 80)} ({_first_error_line(exc)})"
                 ) from None
         if missing:
             raise InputError(

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sigform.errors import SigformError, SignatureError
-from sigform.predict.example import Example
+from sigform.predict.example import Example, as_example
 
 if TYPE_CHECKING:
     from sigform.predict.module import Module
@@ -71,7 +71,7 @@ def predictor_state(name: str, predictor: Predict) -> dict[str, Any]:
                 "values": _jsonable(demo.to_dict(), f"{name}.demos[{i}]"),
                 "inputs": list(demo._input_keys) if demo._input_keys is not None else None,
             }
-            for i, demo in enumerate(predictor.demos)
+            for i, demo in enumerate(map(as_example, predictor.demos))
         ],
         "config": _config_state(predictor.config, name),
         "lm": _lm_state(predictor.lm),

@@ -101,7 +101,7 @@ class Predict(Module):
         **lm_kwargs: Any,
     ) -> None:
         self.signature = ensure_signature(signature)
-        self.demos: list[Example] = as_examples(demos)
+        self.demos = demos  # type: ignore[assignment]  # the setter turns dicts into Examples
         self.lm = lm
         self.adapter = adapter
         self.callbacks = list(callbacks) if callbacks else None
@@ -118,6 +118,15 @@ class Predict(Module):
         sig = ensure_signature(value)
         self._signature = sig
         self._checker = InputChecker(sig)
+
+    @property
+    def demos(self) -> list[Example]:
+        """Few-shot examples; assigning a list of dicts stores Examples."""
+        return self._demos
+
+    @demos.setter
+    def demos(self, value: Sequence[Example | Mapping[str, Any]] | None) -> None:
+        self._demos = as_examples(value)
 
     # -- resolution -----------------------------------------------------------------------------
     def _resolve(
@@ -143,7 +152,7 @@ class Predict(Module):
                     adapter = default_adapter()
         demo_list = self.demos if demos is None else as_examples(demos)
         # the adapter only reads demos; hand it the underlying dicts without copying
-        demo_data = [d._store for d in demo_list]
+        demo_data = [d._store if isinstance(d, Example) else d for d in demo_list]
         rollout = runstate.rollout_kwargs()
         # the common case (no overrides) passes the program's own options without a merge
         kwargs = {**self.config, **(rollout or {}), **(config or {})} if rollout or config else self.config
