@@ -7,6 +7,7 @@
 * :class:`Agent` -- the think / call tools / observe loop that ends in the signature's outputs.
 """
 
+from sigform.tools.agent import Agent
 from sigform.tools.approval import (
     ApprovalRequest,
     Approver,
@@ -26,6 +27,7 @@ from sigform.tools.trajectory import CallRecord, Step, Trajectory
 
 __all__ = [
     "TOOL_EVENT_STATUSES",
+    "Agent",
     "ApprovalRequest",
     "Approver",
     "CallRecord",

@@ -68,9 +68,14 @@ class Step:
 
 @dataclass
 class Trajectory:
-    """The ordered steps of one agent run."""
+    """The ordered steps of one agent run and how it ended.
+
+    ``status``: ``"completed"`` (final answer given), ``"max_steps"`` (step budget used up),
+    ``"cancelled"`` (the approver cancelled), or ``"running"`` while the run is in progress.
+    """
 
     steps: list[Step] = field(default_factory=list)
+    status: str = "running"
 
     def __iter__(self) -> Iterator[Step]:
         return iter(self.steps)
@@ -86,8 +91,13 @@ class Trajectory:
         """Every tool call of every step, in order."""
         return [call for step in self.steps for call in step.calls]
 
+    @property
+    def completed(self) -> bool:
+        """True when the run ended with a final answer."""
+        return self.status == "completed"
+
     def to_list(self) -> list[dict[str, Any]]:
-        """JSON-ready form."""
+        """JSON-ready steps."""
         return [step.to_dict() for step in self.steps]
 
     def render(self) -> str:
