@@ -273,6 +273,24 @@ class ScriptedLM:
             first = False
         return out
 
+    # -- streaming (like sigform.LM.stream: deltas, then the completions) -----------------------
+
+    stream_chunk_chars: int = 8  # characters per streamed text delta
+
+    def stream(self, messages: list[Message], **kwargs: Any) -> Iterator[Any]:
+        """Answer like :meth:`__call__`, but yield each completion's reasoning and text as
+        ``StreamDelta`` pieces of ``stream_chunk_chars`` characters, then the ``list[Completion]``."""
+        completions = self(messages, **kwargs)
+        yield from _deltas(completions, self.stream_chunk_chars)
+        yield completions
+
+    async def astream(self, messages: list[Message], **kwargs: Any) -> Any:
+        """Async twin of :meth:`stream`."""
+        completions = await self.acall(messages, **kwargs)
+        for delta in _deltas(completions, self.stream_chunk_chars):
+            yield delta
+        yield completions
+
     # -- inspection ---------------------------------------------------------------------------
 
     @property
@@ -419,3 +437,12 @@ class ScriptedLM:
                 fields["usage"] = Usage(**fields["usage"])
             return Completion(**fields)
         raise ScriptError(f"a scripted callable returned {type(item).__name__}: {shorten(item, 80)}")
+
+
+def _deltas(completions: list[Completion], size: int) -> Iterator[Any]:
+    from sigform.lm.streaming import StreamDelta
+
+    for index, completion in enumerate(completions):
+        for kind, text in (("reasoning", completion.reasoning or ""), ("text", completion.text)):
+            for start in range(0, len(text), size):
+                yield StreamDelta(kind, text[start : start + size], index=index)  # type: ignore[arg-type]

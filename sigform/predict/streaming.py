@@ -1,0 +1,233 @@
+"""Field-level streaming for Predict: ``program.stream(**inputs)`` / ``program.astream(...)``.
+
+Yields :class:`StreamEvent` values -- which output field the model is writing and its text so
+far -- as the answer arrives, then the final :class:`~sigform.predict.Prediction` (typed values,
+parsed once the stream ends)::
+
+    for item in qa.stream(question="Why is the sky blue?"):
+        if isinstance(item, sf.Prediction):
+            print(item.answer)
+        else:
+            print(item.field, item.text)
+
+The request goes through the adapter's normal loop (``adapter.run`` / ``arun``), so value
+re-asks and format fallbacks work as usual; only the first request is streamed (its candidate
+0), and re-asks are plain calls. An LM without ``stream``/``astream`` is called normally and its
+text is reported in one piece. ChainOfThought with native reasoning streams the provider's
+reasoning as the ``reasoning`` field. The sync ``stream`` runs the request in a worker thread
+(carrying settings and callbacks); leaving the loop early lets that request finish unobserved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import itertools
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sigform.hooks import emit
+from sigform.predict.prediction import Prediction
+
+if TYPE_CHECKING:
+    from sigform.predict.predict import Predict
+
+__all__ = ["StreamEvent", "astream_predict", "stream_predict"]
+
+_call_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """Progress of one output field: ``text`` so far (it only grows) and ``done`` once finished."""
+
+    field: str
+    text: str
+    done: bool = False
+
+
+class _StreamingLM:
+    """Wraps an LM so that its first request streams into ``sink``; everything else is delegated."""
+
+    def __init__(self, lm: Any, sink: Callable[[Any], None]) -> None:
+        self._lm = lm
+        self._sink = sink
+        self._streamed = False
+        self.model = getattr(lm, "model", "unknown")
+
+    def supports(self, feature: str) -> bool:
+        return bool(self._lm.supports(feature))
+
+    def _first(self) -> bool:
+        first, self._streamed = not self._streamed, True
+        return first
+
+    def _whole(self, completions: list[Any]) -> list[Any]:
+        from sigform.lm.streaming import StreamDelta
+
+        if completions:  # an LM that cannot stream: report the answer in one piece
+            if completions[0].reasoning:
+                self._sink(StreamDelta("reasoning", completions[0].reasoning))
+            self._sink(StreamDelta("text", completions[0].text))
+        return completions
+
+    def __call__(self, messages: list[dict[str, Any]], **kwargs: Any) -> list[Any]:
+        if not self._first():
+            return self._lm(messages, **kwargs)
+        stream = getattr(self._lm, "stream", None)
+        if stream is None:
+            return self._whole(self._lm(messages, **kwargs))
+        for item in stream(messages, **kwargs):
+            if isinstance(item, list):
+                return item
+            self._sink(item)
+        raise RuntimeError(f"{type(self._lm).__name__}.stream ended without the final completions")
+
+    async def acall(self, messages: list[dict[str, Any]], **kwargs: Any) -> list[Any]:
+        if not self._first():
+            return await self._lm.acall(messages, **kwargs)
+        astream = getattr(self._lm, "astream", None)
+        if astream is None:
+            return self._whole(await self._lm.acall(messages, **kwargs))
+        async for item in astream(messages, **kwargs):
+            if isinstance(item, list):
+                return item
+            self._sink(item)
+        raise RuntimeError(f"{type(self._lm).__name__}.astream ended without the final completions")
+
+
+class _Events:
+    """Turns LM deltas into field events for one program call."""
+
+    def __init__(self, program: Predict, adapter: Any, signature: Any, native_reasoning: bool) -> None:
+        self.parser = adapter.stream_parser(signature)
+        self.native_reasoning = native_reasoning
+        self.reasoning = ""
+
+    def on_delta(self, delta: Any) -> list[StreamEvent]:
+        if getattr(delta, "index", 0) != 0:
+            return []
+        if delta.kind == "reasoning":
+            if not self.native_reasoning:
+                return []
+            self.reasoning += delta.text
+            return [StreamEvent("reasoning", self.reasoning)]
+        if delta.kind != "text":
+            return []
+        events = [StreamEvent(d.field, d.text_so_far, d.done) for d in self.parser.feed(delta.text)]
+        if self.reasoning and events:  # the answer started: native reasoning is complete
+            events.insert(0, StreamEvent("reasoning", self.reasoning, True))
+            self.reasoning = ""
+        return events
+
+    def finish(self) -> list[StreamEvent]:
+        return [StreamEvent(d.field, d.text_so_far, d.done) for d in self.parser.finish()]
+
+
+def _setup(
+    program: Predict, inputs: Mapping[str, Any]
+) -> tuple[Any, Any, Any, Any, Any, dict[str, Any], bool]:
+    lm, adapter, signature, demos, checked, kwargs = program._resolve(dict(inputs), None, None, None, None)
+    use_native = getattr(program, "_use_native", None)  # ChainOfThought
+    native = bool(use_native and use_native(lm))
+    return lm, adapter, signature, demos, checked, dict(kwargs), native
+
+
+def stream_predict(program: Predict, inputs: Mapping[str, Any]) -> Iterator[StreamEvent | Prediction]:
+    """The generator behind :meth:`Predict.stream` (see the module docstring)."""
+    call_id = next(_call_ids)
+    emit("module_start", callbacks=program.callbacks, module=program, call_id=call_id, args=(), inputs=inputs)
+    try:
+        lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs)
+        events = _Events(program, adapter, signature, native)
+        pipe: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        shim = _StreamingLM(lm, lambda delta: pipe.put(("delta", delta)))
+
+        def work() -> None:
+            try:
+                pipe.put(("done", adapter.run(shim, signature, demos, checked, **kwargs)))
+            except BaseException as exc:
+                pipe.put(("error", exc))
+
+        ctx = contextvars.copy_context()
+        threading.Thread(target=ctx.run, args=(work,), name="sigform-stream", daemon=True).start()
+        while True:
+            kind, value = pipe.get()
+            if kind == "delta":
+                yield from events.on_delta(value)
+            elif kind == "error":
+                raise value
+            else:
+                yield from events.finish()
+                prediction = program._prediction(value, lm)
+                break
+    except BaseException as exc:
+        emit(
+            "module_end",
+            callbacks=program.callbacks,
+            module=program,
+            call_id=call_id,
+            outputs=None,
+            error=exc,
+        )
+        raise
+    emit(
+        "module_end",
+        callbacks=program.callbacks,
+        module=program,
+        call_id=call_id,
+        outputs=prediction,
+        error=None,
+    )
+    yield prediction
+
+
+async def astream_predict(
+    program: Predict, inputs: Mapping[str, Any]
+) -> AsyncIterator[StreamEvent | Prediction]:
+    """The async generator behind :meth:`Predict.astream` (no threads: one task on this loop)."""
+    call_id = next(_call_ids)
+    emit("module_start", callbacks=program.callbacks, module=program, call_id=call_id, args=(), inputs=inputs)
+    task: asyncio.Task[Any] | None = None
+    try:
+        lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs)
+        events = _Events(program, adapter, signature, native)
+        pipe: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        shim = _StreamingLM(lm, lambda delta: pipe.put_nowait(("delta", delta)))
+        task = asyncio.ensure_future(adapter.arun(shim, signature, demos, checked, **kwargs))
+        task.add_done_callback(lambda _: pipe.put_nowait(("done", None)))
+        while True:
+            kind, value = await pipe.get()
+            if kind == "delta":
+                for event in events.on_delta(value):
+                    yield event
+            else:
+                result = task.result()  # raises the request's error, if any
+                for event in events.finish():
+                    yield event
+                prediction = program._prediction(result, lm)
+                break
+    except BaseException as exc:
+        if task is not None and not task.done():
+            task.cancel()
+        emit(
+            "module_end",
+            callbacks=program.callbacks,
+            module=program,
+            call_id=call_id,
+            outputs=None,
+            error=exc,
+        )
+        raise
+    emit(
+        "module_end",
+        callbacks=program.callbacks,
+        module=program,
+        call_id=call_id,
+        outputs=prediction,
+        error=None,
+    )
+    yield prediction
