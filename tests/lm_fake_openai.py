@@ -221,3 +221,36 @@ class FakeOpenAIServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+# -- pytest fixtures (import them into a test module to use them) ---------------------------
+
+try:
+    import pytest
+except ImportError:  # pragma: no cover - the module is also usable without pytest
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    @pytest.fixture
+    def lm_server() -> Iterable[FakeOpenAIServer]:
+        """A running fake OpenAI-compatible server."""
+        with FakeOpenAIServer() as server:
+            yield server
+
+    @pytest.fixture
+    def isolated_cache(tmp_path: Any, monkeypatch: Any) -> Iterable[Any]:
+        """A private cache directory for one test (never ~/.cache/sigform); LM test modules
+        use it from an autouse fixture of their own."""
+        from sigform.lm.cache import reset_caches
+
+        directory = tmp_path / "sigform-cache"
+        monkeypatch.setenv("SIGFORM_CACHE_DIR", str(directory))
+        reset_caches()
+        yield directory
+        reset_caches()
+
+    @pytest.fixture(params=[True, False], ids=["fast_path", "litellm"])
+    def fast_path(request: Any) -> bool:
+        """Run a test through the openai-SDK fast path and through litellm."""
+        return bool(request.param)

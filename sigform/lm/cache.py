@@ -28,6 +28,7 @@ __all__ = [
     "cache_directory",
     "clear_caches",
     "get_cache",
+    "reset_caches",
 ]
 
 DEFAULT_SIZE_LIMIT = 1 << 30
@@ -141,9 +142,17 @@ def get_cache() -> ResponseCache:
 
 
 def clear_caches() -> None:
-    """Clear and close every cache opened in this process (tests use this)."""
+    """Delete every entry of every cache opened in this process, then close them."""
     with _caches_lock:
         for cache in _caches.values():
             cache.clear()
+            cache.close()
+        _caches.clear()
+
+
+def reset_caches() -> None:
+    """Close and forget every open cache without deleting entries (the next call reopens)."""
+    with _caches_lock:
+        for cache in _caches.values():
             cache.close()
         _caches.clear()

@@ -36,6 +36,13 @@ _CONTEXT_HINTS = (
     "input is too long",
     "exceeds the context",
 )
+_AUTH_HINTS = (
+    "missing credentials",
+    "no api key",
+    "api key not found",
+    "invalid api key",
+    "incorrect api key",
+)
 _WRAPPED_MODULES = ("openai", "litellm", "httpx", "httpx2", "httpcore", "anyio")
 
 
@@ -137,7 +144,12 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
         )
     ):
         err = ProviderError(msg("could not reach the provider"), **kw)
-    elif status in (401, 403) or "AuthenticationError" in names or "PermissionDeniedError" in names:
+    elif (
+        status in (401, 403)
+        or "AuthenticationError" in names
+        or "PermissionDeniedError" in names
+        or any(h in low for h in _AUTH_HINTS)
+    ):
         err = AuthenticationError(msg("the provider rejected the credentials"), **kw)
     elif status == 429 or "RateLimitError" in names:
         err = RateLimitError(msg("rate limited"), retry_after=parse_retry_after(_headers_of(exc)), **kw)

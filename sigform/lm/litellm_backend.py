@@ -18,6 +18,9 @@ from sigform.lm.request import Request
 __all__ = ["LiteLLMBackend", "capability", "get_backend", "import_litellm", "provider_of", "supported_params"]
 
 _import_lock = threading.Lock()
+# OpenAI-compatible providers whose self-hosted servers need no key (same rule as the fast path)
+_KEYLESS_OK = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile", "local"})
+_PLACEHOLDER_KEY = "sk-no-key-required"
 _litellm: Any = None
 
 
@@ -105,6 +108,8 @@ class LiteLLMBackend:
         kw: dict[str, Any] = {"model": req.model, "messages": req.messages, **req.params}
         if req.api_key is not None:
             kw["api_key"] = req.api_key.get()
+        elif req.api_base and req.provider in _KEYLESS_OK and not os.environ.get("OPENAI_API_KEY"):
+            kw["api_key"] = _PLACEHOLDER_KEY  # as on the fast path: local servers ignore the key
         if req.api_base:
             kw["api_base"] = req.api_base
         for name, cred in req.connection.items():

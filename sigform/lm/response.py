@@ -13,7 +13,7 @@ from typing import Any
 
 from sigform.lm.interface import Completion, ToolCall, Usage
 
-__all__ = ["decode_arguments", "parse_choices", "parse_usage", "reasoning_of", "text_of"]
+__all__ = ["decode_arguments", "finish_reason", "parse_choices", "parse_usage", "reasoning_of", "text_of"]
 
 
 def decode_arguments(raw: Any) -> Mapping[str, Any] | str:
@@ -78,6 +78,12 @@ def parse_usage(usage: Mapping[str, Any] | None, cost: float | None = None) -> U
     )
 
 
+def finish_reason(reason: str | None, tool_calls: tuple[ToolCall, ...]) -> str | None:
+    """The finish reason, with ``stop`` read as ``tool_calls`` when the model called tools (as
+    litellm normalises it, so both routes agree)."""
+    return "tool_calls" if tool_calls and reason == "stop" else reason
+
+
 def _tool_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...]:
     calls = message.get("tool_calls") or ()
     out = []
@@ -105,12 +111,13 @@ def parse_choices(
     out = []
     for choice in choices:
         message = choice.get("message") or {}
+        calls = _tool_calls(message)
         out.append(
             Completion(
                 text=text_of(message.get("content")),
                 reasoning=reasoning_of(message),
-                tool_calls=_tool_calls(message),
-                finish_reason=choice.get("finish_reason"),
+                tool_calls=calls,
+                finish_reason=finish_reason(choice.get("finish_reason"), calls),
                 logprobs=choice.get("logprobs"),
                 usage=usage,
                 model=body.get("model") or model,

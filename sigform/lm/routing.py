@@ -62,7 +62,7 @@ def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> R
         import sigform.local  # the local-model helper's module; imported only when asked for
 
         api_base = sigform.local.ensure_server()
-        send_model = LOCAL_MODEL
+        send_model = getattr(sigform.local, "LITELLM_MODEL", LOCAL_MODEL)
     use_fast = fast_path if fast_path is not None else fast_path_eligible(model, api_base)
     if use_fast:
         from sigform.lm.openai_backend import FAST_PROVIDERS, get_backend

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sigform.lm.interface import Completion, ToolCall, Usage
-from sigform.lm.response import decode_arguments, parse_usage, reasoning_of, text_of
+from sigform.lm.response import decode_arguments, finish_reason, parse_usage, reasoning_of, text_of
 
 __all__ = ["StreamAccumulator", "StreamDelta"]
 
@@ -115,7 +115,7 @@ class StreamAccumulator:
                     text="".join(cand.text),
                     reasoning="".join(cand.reasoning) or None,
                     tool_calls=calls,
-                    finish_reason=cand.finish_reason,
+                    finish_reason=finish_reason(cand.finish_reason, calls),
                     logprobs={"content": cand.logprobs} if cand.logprobs else None,
                     usage=usage,
                     model=self._reported_model or self.model,
