@@ -139,18 +139,65 @@ def _check_name(name: str) -> None:
         raise SignatureError(f"field name {name!r} is not a valid Python identifier")
 
 
+_NUMERIC = frozenset({"gt", "ge", "lt", "le", "multiple_of", "allow_inf_nan", "max_digits", "decimal_places"})
+_ORDERED = frozenset({"gt", "ge", "lt", "le"})
+_LENGTH = frozenset({"min_length", "max_length"})
+
+
+def _constraint_fits(name: str, annotation: Any) -> bool:
+    """Whether pydantic can apply constraint ``name`` to values of ``annotation``.
+
+    pydantic accepts any constraint on any type when a validator is built and only fails while
+    validating a value; we want the mistake reported when the signature is defined.
+    """
+    import datetime
+    import decimal
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _constraint_fits(name, typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return all(_constraint_fits(name, a) for a in members)
+    base = origin or annotation
+    if name == "strict":
+        return True
+    if name == "pattern":
+        return base is str
+    if name in _LENGTH:
+        return isinstance(base, type) and issubclass(base, (str, bytes, list, tuple, set, frozenset, dict))
+    if name in _NUMERIC:
+        numbers = (int, float, decimal.Decimal)
+        if isinstance(base, type) and issubclass(base, bool):
+            return False
+        if isinstance(base, type) and issubclass(base, numbers):
+            return True
+        return (
+            name in _ORDERED and isinstance(base, type) and issubclass(base, (datetime.date, datetime.time))
+        )
+    return False
+
+
 def _with_constraints(spec: FieldSpec) -> Any:
     if not spec.constraints:
         return spec.annotation
     from pydantic import Field, TypeAdapter
 
+    misfits = [name for name in spec.constraints if not _constraint_fits(name, spec.annotation)]
+    if misfits:
+        raise SignatureError(
+            f"field `{spec.name}`: constraint(s) {', '.join(misfits)} "
+            f"do not apply to its type {spec.annotation!r}"
+        )
     try:
         metadata = Field(**spec.constraints).metadata
         constrained = Annotated[(spec.annotation, *metadata)] if metadata else spec.annotation
-        TypeAdapter(constrained)  # fail now, at definition time, if the constraint does not fit the type
+        TypeAdapter(constrained)
     except Exception as exc:  # pydantic raises several types here; report them uniformly
         raise SignatureError(
-            f"field `{spec.name}`: constraints {dict(spec.constraints)} do not apply to its type "
-            f"{spec.annotation!r}: {exc}"
+            f"field `{spec.name}`: constraints {dict(spec.constraints)} "
+            f"are invalid for {spec.annotation!r}: {exc}"
         ) from None
     return constrained

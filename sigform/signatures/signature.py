@@ -46,7 +46,10 @@ RESERVED_FIELD_NAMES = frozenset(
         "with_inputs",
         "to_dict",
         "copy",
-        "lm", "demos", "config", "adapter",  # per-call keyword arguments of programs (Predict)
+        "lm",
+        "demos",
+        "config",
+        "adapter",  # per-call keyword arguments of programs (Predict)
         "schema",
         "json",
         "dict",
@@ -103,7 +106,8 @@ class SignatureMeta(type):
         if prebuilt is None:
             prebuilt = _collect_class_fields(cls, namespace, declared)
             doc = namespace.get("__doc__")
-            explicit = inspect.cleandoc(doc) if doc else _inherited_instructions(bases)
+            is_root = not any(isinstance(b, SignatureMeta) for b in bases)
+            explicit = None if is_root else inspect.cleandoc(doc) if doc else _inherited_instructions(bases)
         if any(isinstance(b, SignatureMeta) for b in bases):  # every class but the root must be valid
             _validate_fields(prebuilt, name)
         cls._fields = MappingProxyType({s.name: s for s in prebuilt})
