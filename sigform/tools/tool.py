@@ -126,6 +126,31 @@ class Tool:
         lines.append(f"  arguments (JSON schema): {json.dumps(self.parameters, ensure_ascii=False)}")
         return "\n".join(lines)
 
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """Let ``list[Tool]`` be a signature input type: tools (or plain functions) are accepted
+        and wrapped; serialised as their function-calling spec."""
+        from pydantic_core import core_schema
+
+        def validate(value: Any) -> Tool:
+            try:
+                return as_tool(value)
+            except ToolError as exc:  # pydantic reports ValueError as a validation error
+                raise ValueError(str(exc)) from None
+
+        return core_schema.no_info_plain_validator_function(
+            validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(lambda tool: tool.to_openai()),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict[str, Any]:
+        return {"type": "object", "description": "a tool the model may call"}
+
+    def __sigform_render__(self) -> str:
+        """How a tool is written in a prompt (a ``list[Tool]`` input field of a signature)."""
+        return self.format_for_prompt()
+
     # -- one call ------------------------------------------------------------------------------
     def validate(self, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
         """Validate the LM's arguments; raises :class:`~sigform.errors.ToolArgumentsError`."""
