@@ -1,11 +1,13 @@
 """The batch progress bar: done/failed counts and tokens, shown only where a person watches.
 
-Shown by default in a terminal (stderr is a TTY) or a notebook; hidden when the ``CI``
-environment variable is set or output goes to a file or pipe. ``progress=True/False`` forces it.
+Shown by default in a terminal (stderr is a TTY) or a notebook (with ipywidgets, which rich
+needs to redraw it there); hidden when the ``CI`` environment variable is set or output goes to
+a file or pipe. ``progress=True/False`` forces it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from typing import Any
@@ -30,8 +32,8 @@ def progress_wanted(progress: bool | None) -> bool:
         return bool(progress)
     if os.environ.get("CI"):
         return False
-    if _in_notebook():
-        return True
+    if _in_notebook():  # rich redraws a bar in a notebook only through ipywidgets
+        return importlib.util.find_spec("ipywidgets") is not None
     stream = sys.stderr
     return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty())
 

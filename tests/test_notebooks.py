@@ -1,0 +1,51 @@
+"""Every notebook in notebooks/ runs top to bottom without an error (nbclient, kernel python3)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def kernel() -> str:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec("python3")
+    except NoSuchKernel:
+        subprocess.run(
+            [sys.executable, "-m", "ipykernel", "install", "--user"], check=True, capture_output=True
+        )
+    return "python3"
+
+
+def test_there_is_a_quickstart() -> None:
+    assert any(p.name == "01_quickstart.ipynb" for p in NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs(path: Path, kernel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("SIGFORM_CACHE_DIR", str(tmp_path / "cache"))
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook, kernel_name=kernel, timeout=300, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # raises CellExecutionError with the failing cell and its traceback
+    errors = [
+        out
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
+    assert errors == []
+    code_cells = [c for c in notebook.cells if c.cell_type == "code"]
+    assert all(c.get("execution_count") for c in code_cells)  # every cell ran
