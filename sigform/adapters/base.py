@@ -19,6 +19,7 @@ The call loop is written once as a generator that yields LM requests, driven by 
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import Any, ClassVar
 from pydantic_core import to_jsonable_python
 
 from sigform.adapters.extraction import Extracted, extract
-from sigform.adapters.fields import FieldView, field_views
+from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.adapters.messages import MediaCollector, assemble
 from sigform.adapters.names import FieldMatcher
 from sigform.adapters.result import AdapterResult, Slot, final_error
@@ -39,6 +40,7 @@ from sigform.lm.interface import Completion, LMProtocol, Usage
 __all__ = ["Adapter", "Request"]
 
 Message = dict[str, Any]
+_MARK_RE = re.compile("\x01(\\d+)\x02")
 _NO_RETRY_FINISH = {"length", "content_filter", "refusal", "safety"}
 
 
@@ -87,8 +89,9 @@ class Adapter:
         self.templates = TemplateSet(self.template_folder, templates, template_dir)
         self.max_reasks = max_reasks
         self._fallback_option = fallback
-        self._system_cache: dict[Any, str] = {}
-        self._matchers: dict[Any, FieldMatcher] = {}
+        self._system_cache = SigCache()
+        self._matchers = SigCache()
+        self._user_cache = SigCache()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -116,10 +119,7 @@ class Adapter:
                 instructions=signature.instructions,
                 **self.system_context(signature, outputs),
             )
-            with self._lock:
-                if len(self._system_cache) > 1024:
-                    self._system_cache.clear()
-                self._system_cache[signature] = cached
+            self._system_cache.put(signature, cached)
         return cached
 
     def system_context(self, signature: Any, outputs: Sequence[FieldView]) -> dict[str, Any]:
@@ -137,14 +137,49 @@ class Adapter:
     ) -> Message:
         """A user message holding ``values`` of the input fields ``views`` (media as parts)."""
         media = MediaCollector()
-        fields = [
-            {"name": v.name, "value": media.value_text(values[v.name], v, self.render_input)} for v in views
-        ]
+        texts = [media.value_text(values[v.name], v, self.render_input) for v in views]
+        pieces = None if self.templates.overridden else self._user_pieces(signature, views, main, missing)
+        if pieces is not None:  # cached rendering of the wording; only the values are new
+            out = [pieces[0]]
+            for value, literal in zip(texts, pieces[1:], strict=True):
+                out.append(value)
+                out.append(literal)
+            text = "".join(out).strip()
+        else:
+            text = self._render_user(signature, views, texts, main, missing)
+        return {"role": "user", "content": media.content(text)}
+
+    def _render_user(
+        self,
+        signature: Any,
+        views: Sequence[FieldView],
+        texts: Sequence[str],
+        main: bool,
+        missing: Sequence[str],
+    ) -> str:
+        fields = [{"name": v.name, "value": t} for v, t in zip(views, texts, strict=True)]
         note = self.templates.render("demo_note", missing=list(missing)) if missing else ""
-        text = self.templates.render(
+        return self.templates.render(
             "user", fields=fields, main=main, note=note, outputs=field_views(signature)[1]
         )
-        return {"role": "user", "content": media.content(text)}
+
+    def _user_pieces(
+        self, signature: Any, views: Sequence[FieldView], main: bool, missing: Sequence[str]
+    ) -> list[str] | None:
+        """The user template rendered once with markers in place of values, split around them."""
+        per_sig = self._user_cache.get(signature)
+        if per_sig is None:
+            per_sig = self._user_cache.put(signature, {})
+        key = (tuple(v.name for v in views), main, tuple(missing))
+        pieces = per_sig.get(key, False)
+        if pieces is False:
+            marks = [f"\x01{i}\x02" for i in range(len(views))]
+            rendered = self._render_user(signature, views, marks, main, missing)
+            split = _MARK_RE.split(rendered)
+            literals, order = split[0::2], [int(i) for i in split[1::2]]
+            pieces = literals if order == list(range(len(views))) else None
+            per_sig[key] = pieces
+        return pieces
 
     def assistant_text(
         self, signature: Any, views: Sequence[FieldView], values: Mapping[str, Any], *, complete: bool = True
@@ -184,9 +219,7 @@ class Adapter:
     def matcher(self, signature: Any) -> FieldMatcher:
         matcher = self._matchers.get(signature)
         if matcher is None:
-            matcher = FieldMatcher(signature.output_fields)
-            with self._lock:
-                self._matchers[signature] = matcher
+            matcher = self._matchers.put(signature, FieldMatcher(signature.output_fields))
         return matcher
 
     def extract(self, signature: Any, completion: str) -> Extracted:

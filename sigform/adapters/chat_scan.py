@@ -83,14 +83,16 @@ def find_sections(text: str, matcher: FieldMatcher) -> Sections:
     if "[[" not in text:
         return out
     text = unfence(text) if text.lstrip().startswith("```") else text
-    headers = list(HEADER_RE.finditer(text))
+    headers = list(matcher.exact_header_re.finditer(text))
+    if len(headers) != text.count("[["):
+        headers = list(HEADER_RE.finditer(text))
     out.headers = len(headers)
     for i, match in enumerate(headers):
         written = match.group("name")
-        if matcher.match(written) is None and written.strip().lower() == "completed":
+        name = matcher.match(written)
+        if name is None and written.strip().lower() == "completed":
             out.completed = True
             break
-        name = matcher.match(written)
         if name is None:
             continue  # an echoed input or an unknown section: it only ends the previous one
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)

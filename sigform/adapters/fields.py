@@ -7,7 +7,6 @@ signature and cached, because signatures are immutable, hashable values.
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -20,7 +19,7 @@ from sigform.types._typing import (
     strip_annotated,
 )
 
-__all__ = ["FieldView", "field_views", "kind_of", "value_kind"]
+__all__ = ["FieldView", "SigCache", "field_views", "kind_of", "value_kind"]
 
 Kind = Literal["str", "int", "float", "bool", "choice", "list", "dict", "model", "media", "history", "other"]
 
@@ -85,9 +84,57 @@ def _schema_text(schema: Any) -> str | None:
     return None if schema is None else json.dumps(schema, ensure_ascii=False, separators=(", ", ": "))
 
 
-@functools.lru_cache(maxsize=512)
+class SigCache:
+    """Per-signature cache keyed by identity first (hashing a signature walks all its fields),
+    then by value, so equal signatures built twice share entries. Bounded; thread-safe enough:
+    a race only computes a value twice."""
+
+    __slots__ = ("_by_id", "_by_value", "limit")
+
+    def __init__(self, limit: int = 1024) -> None:
+        self._by_id: dict[int, tuple[Any, Any]] = {}
+        self._by_value: dict[Any, Any] = {}
+        self.limit = limit
+
+    def get(self, signature: Any) -> Any:
+        hit = self._by_id.get(id(signature))
+        if hit is not None and hit[0] is signature:
+            return hit[1]
+        try:
+            value = self._by_value.get(signature)
+        except TypeError:
+            return None
+        if value is not None:
+            self._remember(signature, value)
+        return value
+
+    def put(self, signature: Any, value: Any) -> Any:
+        try:
+            self._by_value[signature] = value
+        except TypeError:
+            pass
+        self._remember(signature, value)
+        return value
+
+    def _remember(self, signature: Any, value: Any) -> None:
+        if len(self._by_id) >= self.limit:
+            self._by_id.clear()
+            self._by_value.clear()
+        self._by_id[id(signature)] = (signature, value)  # the strong ref keeps the id unique
+
+
+_VIEWS = SigCache()
+
+
 def field_views(signature: Any) -> tuple[tuple[FieldView, ...], tuple[FieldView, ...]]:
-    """``(inputs, outputs)`` views of ``signature`` (cached per signature value)."""
+    """``(inputs, outputs)`` views of ``signature`` (cached per signature)."""
+    hit = _VIEWS.get(signature)
+    if hit is None:
+        hit = _VIEWS.put(signature, _build_views(signature))
+    return hit
+
+
+def _build_views(signature: Any) -> tuple[tuple[FieldView, ...], tuple[FieldView, ...]]:
     from sigform.types import describe_type, type_name
 
     def view(spec: Any, with_schema: bool) -> FieldView:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from sigform.adapters.base import Adapter, Request, _RunState
 from sigform.adapters.chat_scan import neutralise_markers
-from sigform.adapters.fields import FieldView, field_views
+from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.errors import BadRequestError, ProviderError
 from sigform.lm.interface import Completion, LMProtocol
 
@@ -50,7 +50,7 @@ class JSONAdapter(Adapter):
         options.setdefault("fallback", False)
         super().__init__(**options)
         self.structured_outputs = structured_outputs
-        self._schemas: dict[Any, dict[str, Any]] = {}
+        self._schemas = SigCache()
 
     # ---- formatting ---------------------------------------------------------------------------
 
@@ -61,8 +61,7 @@ class JSONAdapter(Adapter):
             from sigform.types import strict_json_schema
 
             schema = strict_json_schema({v.name: v.validation_annotation for v in field_views(signature)[1]})
-            with self._lock:
-                self._schemas[signature] = schema
+            self._schemas.put(signature, schema)
         return schema
 
     def system_context(self, signature: Any, outputs: Any) -> dict[str, Any]:

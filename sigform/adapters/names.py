@@ -21,11 +21,17 @@ def norm_name(name: str) -> str:
 class FieldMatcher:
     """Maps written names to declared field names (exact name first, then the normalised form)."""
 
-    __slots__ = ("_by_norm", "names")
+    __slots__ = ("_by_norm", "exact_header_re", "names")
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = tuple(names)
         self._by_norm = {norm_name(n): n for n in self.names}
+        # the headers a clean chat answer uses; when they are the only "[[" in the text, the
+        # lenient scan would find exactly these, so the parser can take this cheaper path
+        alternatives = "|".join(regex.escape(n) for n in (*self.names, "completed"))
+        self.exact_header_re = regex.compile(
+            r"(?:\*\*|__)?\[\[ \#\# (?P<name>" + alternatives + r") \#\# \]\](?:\*\*|__)?[ \t]*:?"
+        )
 
     def match(self, written: str) -> str | None:
         if written in self._by_norm.values():

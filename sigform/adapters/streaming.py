@@ -24,7 +24,7 @@ from sigform.adapters.xml_scan import decode_text
 __all__ = ["FieldDelta", "StreamParser"]
 
 _PARTIAL_HEADER_RE = regex.compile(r"(?:\*{1,2}|_{1,2})?\[(?:\[[^\]\n]{0,110}(?:\][^\]\n]?)?)?\Z")
-_OPEN_TAG_RE = regex.compile(r"<(?P<name>[A-Za-z_][\w.\-:]{0,80})(?:\s[^<>]*?)?>")
+_OPEN_TAG_RE = regex.compile(r"<(?P<name>[A-Za-z_][\w.\-:]{0,80})(?:\s[^<>]*?)?(?P<self>/)?>")
 _KEY_RE = regex.compile(r'"(?P<key>(?:[^"\\]|\\.){1,200})"\s*:\s*')
 
 
@@ -66,6 +66,10 @@ def _xml_snapshot(text: str, matcher: FieldMatcher) -> dict[str, tuple[str, bool
             break
         name = matcher.match(match.group("name"))
         if name is None or name in out:
+            pos = match.end()
+            continue
+        if match.group("self"):
+            out[name] = ("", True)
             pos = match.end()
             continue
         close = regex.compile(r"</\s*" + regex.escape(match.group("name")) + r"\s*>", regex.IGNORECASE)
