@@ -14,11 +14,13 @@ import dataclasses
 import datetime as dt
 import enum
 import json
+import typing
+from collections import abc as cabc
 from typing import Any
 
 from pydantic import BaseModel
 
-from sigform.types._typing import is_union, strip_annotated
+from sigform.types._typing import is_union, split_optional, strip_annotated
 
 __all__ = ["render_value"]
 
@@ -30,7 +32,7 @@ def render_value(value: Any, annotation: Any = None) -> str:
     hook = getattr(type(value), "__sigform_render__", None)
     if hook is not None:
         return hook(value)
-    text = _render(value)
+    text = _render(value, annotation is None or _numbered_ok(annotation))
     if annotation is not None and isinstance(value, str):
         base, _ = strip_annotated(annotation)
         if base is not str and (is_union(base) or base is Any or base is object):
@@ -38,7 +40,17 @@ def render_value(value: Any, annotation: Any = None) -> str:
     return text
 
 
-def _render(value: Any) -> str:
+def _numbered_ok(annotation: Any) -> bool:
+    """Numbered items only when the annotation says the items are plain ``str``."""
+    base, _ = strip_annotated(annotation)
+    base, _ = split_optional(base)
+    args = typing.get_args(base)
+    if typing.get_origin(base) not in (list, tuple, set, frozenset, cabc.Sequence) or not args:
+        return False
+    return strip_annotated(args[0])[0] is str and (len(args) == 1 or args[1] is Ellipsis)
+
+
+def _render(value: Any, numbered: bool = True) -> str:
     if value is None:
         return "None"
     if isinstance(value, str):
@@ -48,7 +60,7 @@ def _render(value: Any) -> str:
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, enum.Enum):
-        return _render(value.value)
+        return _render(value.value, numbered)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
@@ -56,7 +68,8 @@ def _render(value: Any) -> str:
     if isinstance(value, (dt.date, dt.time)):
         return value.isoformat()
     if (
-        isinstance(value, (list, tuple))
+        numbered
+        and isinstance(value, (list, tuple))
         and value
         and all(isinstance(v, str) and _simple_item(v) for v in value)
     ):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from sigform.types.coercion._jsontext import parse_json
@@ -24,6 +25,7 @@ __all__ = [
     "unwrap_single",
 ]
 
+_FLOAT_TEXT = re.compile(r"-?\d{1,300}\.\d{1,300}(?:[eE][-+]?\d{1,3})?")
 _TRUE = frozenset({"true", "yes"})
 _FALSE = frozenset({"false", "no"})
 
@@ -146,6 +148,10 @@ class IntNode(Node):
             s = value.strip()
             if INT_TEXT.fullmatch(s) and len(s) < 4000:
                 return self._finish(int(s))
+            if not self.integer and _FLOAT_TEXT.fullmatch(s):  # clean float: skip the slow path
+                f = float(s)
+                if math.isfinite(f):
+                    return f
             cleaned, inner = _scalar_text(value, name, self)
             if cleaned is None:
                 return self.convert(inner, name, False)

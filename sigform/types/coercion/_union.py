@@ -65,17 +65,28 @@ class UnionNode(Node):
         return out
 
     def convert(self, value: Any, name: str, text: bool) -> Any:
-        nodes = self.nodes()
         if self.allows_none:
             if value is None:
                 return None
-            # a double-quoted "None" is a string literal, not a null
-            if isinstance(value, str) and not value.lstrip().startswith('"'):
-                cleaned = clean_scalar(value, name, punctuation=True)
-                if cleaned.lower() in NULL_WORDS or (
-                    not cleaned and not any(isinstance(n, StrNode) for n in nodes)
-                ):
+            if isinstance(value, str) and self._reads_as_null(value, name):
+                if text:
                     return None
+                try:  # inside JSON a string is explicit: "None" is null only if nothing else reads it
+                    return self._pick(value, name, text)
+                except Invalid:
+                    return None
+        return self._pick(value, name, text)
+
+    def _reads_as_null(self, value: str, name: str) -> bool:
+        if value.lstrip().startswith('"'):  # a double-quoted "None" is a string literal
+            return False
+        cleaned = clean_scalar(value, name, punctuation=True)
+        return cleaned.lower() in NULL_WORDS or (
+            not cleaned and not any(isinstance(n, StrNode) for n in self.nodes())
+        )
+
+    def _pick(self, value: Any, name: str, text: bool) -> Any:
+        nodes = self.nodes()
         if len(nodes) == 1:
             return self._member(0, value, name, text)
         found: list[tuple[float, int, Any]] = []
