@@ -45,9 +45,12 @@ def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str, s
             if err is exc:
                 raise
             if not policy.should_retry(err, attempt):
-                raise err from None
-            time.sleep(policy.delay(err, attempt))
-            attempt += 1
+                break
+        time.sleep(policy.delay(err, attempt))
+        attempt += 1
+    # raised outside the except block: the original exception (which may quote a secret) is
+    # neither the cause nor the context of the error users see
+    raise err
 
 
 async def _attempt_async(
@@ -62,9 +65,10 @@ async def _attempt_async(
             if err is exc:
                 raise
             if not policy.should_retry(err, attempt):
-                raise err from None
-            await asyncio.sleep(policy.delay(err, attempt))
-            attempt += 1
+                break
+        await asyncio.sleep(policy.delay(err, attempt))
+        attempt += 1
+    raise err  # outside the except block, as above
 
 
 def _parse(route: Route, result: tuple[dict[str, Any], float | None]) -> tuple[list[Completion], Usage]:

@@ -59,6 +59,7 @@ def run_stream(lm: LM, messages: Any, kwargs: dict[str, Any]) -> Iterator[Stream
             return
         req = prep.request.with_n(prep.n)
         attempt = 0
+        failure: BaseException | None = None
         while True:
             acc = lm._accumulator(prep)
             yielded = False
@@ -73,10 +74,13 @@ def run_stream(lm: LM, messages: Any, kwargs: dict[str, Any]) -> Iterator[Stream
                 if err is exc:
                     raise
                 if yielded or not prep.policy.should_retry(err, attempt):
-                    lm._failed(prep, err, started)
-                    raise err from None
-                time.sleep(prep.policy.delay(err, attempt))
-                attempt += 1
+                    failure = err
+                    break
+            time.sleep(prep.policy.delay(err, attempt))
+            attempt += 1
+        if failure is not None:
+            lm._failed(prep, failure, started)
+            raise failure  # outside the except block: no secret-bearing context
         yield _finish(lm, prep, acc.completions(), started)
 
     return gen()
@@ -98,6 +102,7 @@ def arun_stream(
             return
         req = prep.request.with_n(prep.n)
         attempt = 0
+        failure: BaseException | None = None
         while True:
             acc = lm._accumulator(prep)
             yielded = False
@@ -112,10 +117,13 @@ def arun_stream(
                 if err is exc:
                     raise
                 if yielded or not prep.policy.should_retry(err, attempt):
-                    lm._failed(prep, err, started)
-                    raise err from None
-                await asyncio.sleep(prep.policy.delay(err, attempt))
-                attempt += 1
+                    failure = err
+                    break
+            await asyncio.sleep(prep.policy.delay(err, attempt))
+            attempt += 1
+        if failure is not None:
+            lm._failed(prep, failure, started)
+            raise failure  # outside the except block: no secret-bearing context
         yield _finish(lm, prep, acc.completions(), started)
 
     return gen()
