@@ -90,7 +90,7 @@ class JSONAdapter(Adapter):
         self, signature: Any, views: Any, values: Mapping[str, Any], *, complete: bool = True
     ) -> str:
         obj = {v.name: self.jsonable(values[v.name]) for v in views}
-        return self.templates.render("assistant", json=json.dumps(obj, ensure_ascii=False, indent=2))
+        return self.templates.render("assistant", json=json.dumps(obj, ensure_ascii=False))
 
     def format_name(self) -> str:
         return "one JSON object with the output fields as keys"
