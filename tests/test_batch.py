@@ -87,7 +87,7 @@ def test_max_errors_stops_the_run() -> None:
     with pytest.raises(BatchError, match=r"max_errors=2") as info:
         program(lm).batch([{"x": i} for i in range(100)], num_threads=1, max_errors=2, progress=False)
     assert len(info.value.failures) == 3
-    assert len(lm.calls) < 100  # the rest was cancelled
+    assert len(lm.calls) == 3  # no example started after the third failure
     assert len(info.value.results) == 100
 
 
@@ -186,10 +186,12 @@ def test_abatch_max_errors() -> None:
     async def fail(messages: Any, kwargs: Any) -> Any:
         return sf.ProviderError("down")
 
+    lm = ScriptedLM(fail)
     with pytest.raises(BatchError):
         asyncio.run(
-            program(ScriptedLM(fail)).abatch([{"x": i} for i in range(20)], max_errors=1, progress=False)
+            program(lm).abatch([{"x": i} for i in range(20)], concurrency=1, max_errors=1, progress=False)
         )
+    assert len(lm.calls) == 2  # no example started after the second failure
 
 
 def test_progress_auto_detection(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
@@ -80,12 +81,34 @@ def _prepare(examples: Sequence[Any]) -> list[tuple[Example, dict[str, Any]]]:
     return [_inputs_of(item, i) for i, item in enumerate(examples)]
 
 
-def _run_one(program: Any, inputs: dict[str, Any]) -> _Outcome:
-    # never raises: a failure is data, so a distributed executor can ship it back too
+class _Guard:
+    """Counts failures where they happen (in the workers), so that once ``max_errors`` is
+    exceeded no queued example starts another LM call, however the threads are scheduled."""
+
+    def __init__(self, max_errors: int | None) -> None:
+        self.max_errors = max_errors
+        self.failed = 0
+        self.stopped = False
+        self._lock = threading.Lock()
+
+    def failure(self) -> None:
+        with self._lock:
+            self.failed += 1
+            if self.max_errors is not None and self.failed > self.max_errors:
+                self.stopped = True
+
+
+def _run_one(program: Any, inputs: dict[str, Any], guard: _Guard | None = None) -> _Outcome | None:
+    # never raises: a failure is data, so a distributed executor can ship it back too;
+    # None: skipped because the batch is stopping
+    if guard is not None and guard.stopped:
+        return None
     with track_usage() as tracker:
         try:
             value = program(**inputs)
         except Exception as exc:
+            if guard is not None:
+                guard.failure()
             return _Outcome(None, exc, tracker.usage)
     return _Outcome(value, None, tracker.usage)
 
@@ -102,8 +125,10 @@ class _Collector:
         self.max_errors = max_errors
         self.bar = bar
 
-    def add(self, index: int, outcome: _Outcome) -> bool:
+    def add(self, index: int, outcome: _Outcome | None) -> bool:
         """Record one outcome; True when the batch must stop."""
+        if outcome is None:  # skipped while stopping
+            return False
         ok = outcome.error is None
         if ok:
             self.results[index] = outcome.value
@@ -166,12 +191,15 @@ def run_batch(
         owned = True
     else:
         pool, owned = as_executor(executor), False
+    # the guard holds a lock: it is shared only with local threads, never shipped elsewhere
+    guard = _Guard(limit) if isinstance(pool, ThreadExecutor) else None
     with BatchProgress(len(items), enabled=progress_wanted(progress) and bool(items)) as bar:
         collector = _Collector(items, limit, bar)
-        pending: dict[Future[_Outcome], int] = {}
+        pending: dict[Future[_Outcome | None], int] = {}
         try:
             for index, (_, inputs) in enumerate(items):
-                pending[pool.submit(_run_one, program, inputs)] = index
+                args = (program, inputs) if guard is None else (program, inputs, guard)
+                pending[pool.submit(_run_one, *args)] = index
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -205,13 +233,17 @@ async def run_abatch(
     if not isinstance(width, int) or width < 1:
         raise ValueError(f"concurrency must be a positive integer, got {width!r}")
     gate = asyncio.Semaphore(width)
+    guard = _Guard(limit)
 
-    async def one(index: int, inputs: dict[str, Any]) -> tuple[int, _Outcome]:
+    async def one(index: int, inputs: dict[str, Any]) -> tuple[int, _Outcome | None]:
         async with gate:
+            if guard.stopped:
+                return index, None
             with track_usage() as tracker:
                 try:
                     value = await program.acall(**inputs)
                 except Exception as exc:
+                    guard.failure()
                     return index, _Outcome(None, exc, tracker.usage)
             return index, _Outcome(value, None, tracker.usage)
 

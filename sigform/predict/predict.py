@@ -225,7 +225,10 @@ class Predict(Module):
                 messages=messages,
                 model=completion.model or getattr(lm, "model", None),
             )
-            candidates.append(Prediction(self._finish_values(values, completion, lm), _meta=meta))
+            finished = self._finish_values(values, completion, lm)
+            # the adapter hands over a fresh dict per candidate: keep it rather than copy it
+            store = finished if type(finished) is dict else dict(finished)
+            candidates.append(Prediction._make(store, meta))
         return Prediction.from_candidates(candidates)
 
     def _finish_values(self, values: Mapping[str, Any], completion: Any, lm: Any) -> Mapping[str, Any]:

@@ -8,7 +8,7 @@ underscore (``_meta``, ``_raw``, ``_usage``), so they never shadow an output fie
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, overload
 
 from sigform.lm.interface import Completion, Usage
@@ -18,7 +18,7 @@ from sigform.predict.example import Record
 __all__ = ["Completions", "Prediction", "PredictionMeta"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass costs ~2us more per prediction
 class PredictionMeta:
     """How a prediction was produced.
 
@@ -26,7 +26,7 @@ class PredictionMeta:
     candidates); ``adapter`` the adapter(s) that produced it (e.g. ``"ChatAdapter"`` or
     ``"ChatAdapter>JSONAdapter"`` after a fallback); ``attempts`` how many LM requests it took;
     ``completion`` the raw :class:`~sigform.lm.interface.Completion`; ``messages`` what was sent;
-    ``model`` the model that answered.
+    ``model`` the model that answered. Treat it as read-only.
     """
 
     raw: str | None = None
@@ -69,7 +69,20 @@ class Prediction(Record):
         if not candidates:
             raise ValueError("a prediction needs at least one candidate")
         first = candidates[0]
-        return cls(first._store, _meta=first._meta, _completions=candidates if len(candidates) > 1 else None)
+        if len(candidates) == 1:
+            return first
+        return cls._make(first._store, first._meta, tuple(candidates))
+
+    @classmethod
+    def _make(
+        cls, store: dict[str, Any], meta: PredictionMeta, completions: tuple[Prediction, ...] | None = None
+    ) -> Prediction:
+        """Build without copying ``store`` (the hot path of every program call)."""
+        obj = object.__new__(cls)
+        object.__setattr__(obj, "_store", store)
+        object.__setattr__(obj, "_meta", meta)
+        object.__setattr__(obj, "_completions", completions)
+        return obj
 
     # -- API ------------------------------------------------------------------------------------
     @property
@@ -90,11 +103,6 @@ class Prediction(Record):
     def _usage(self) -> Usage:
         """Token usage of the request that produced this prediction."""
         return self._meta.usage
-
-    def _with_meta(self, **changes: Any) -> Prediction:
-        new = self.copy()
-        object.__setattr__(new, "_meta", replace(self._meta, **changes))
-        return new
 
     # -- display --------------------------------------------------------------------------------
     def _footer(self) -> str:
