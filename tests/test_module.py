@@ -188,3 +188,20 @@ def test_settings_reach_forward_run_in_a_thread() -> None:
 def test_module_repr_lists_predictors() -> None:
     text = repr(TwoStep())
     assert text.startswith("TwoStep(") and "draft: Predict('question -> draft')" in text
+
+
+def test_track_usage_sums_every_request_inside_a_module() -> None:
+    from sigform.predict import track_usage
+
+    lm = ScriptedLM.by_input(
+        {
+            "Question": {"text": chat(draft="rough"), "usage": {"prompt_tokens": 10, "completion_tokens": 2}},
+            "rough": {"text": chat(answer="final"), "usage": {"prompt_tokens": 20, "completion_tokens": 3}},
+        }
+    )
+    with sf.context(lm=lm), track_usage() as outer:
+        with track_usage() as inner:
+            TwoStep()(question="Question?")
+        TwoStep()(question="Question?")
+    assert inner.requests == 2 and inner.usage.total_tokens == 35
+    assert outer.requests == 4 and outer.usage.prompt_tokens == 60
