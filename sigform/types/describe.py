@@ -8,14 +8,12 @@ schema, human constraint texts); adapters word their hints from it in their own 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sigform.types._typing import (
-    cache_key,
     is_enum_type,
     literal_values,
     origin_of,
@@ -49,15 +47,7 @@ class TypeDescription:
 
 
 def describe_type(annotation: Any) -> TypeDescription:
-    """Describe ``annotation`` for a prompt (cached per annotation)."""
-    key = cache_key(annotation)
-    if isinstance(key, tuple) and key[:1] == ("__id__",):
-        return _describe(annotation)
-    return _describe_cached(key)
-
-
-@functools.lru_cache(maxsize=2048)
-def _describe_cached(annotation: Any) -> TypeDescription:
+    """Describe ``annotation`` for a prompt. The schema is a fresh copy (built once, cached)."""
     return _describe(annotation)
 
 
