@@ -12,7 +12,7 @@ binary AWS event stream (``application/vnd.amazon.eventstream``): each message i
 ``messageStop`` and ``metadata`` (usage). Requests are SigV4-signed by the client; the fake
 records the (redacted) signature headers and does not check them.
 
-Point litellm at it with ``aws_bedrock_runtime_endpoint=fake.base_url`` (or ``api_base``) and
+Point litellm at it with ``api_base=fake.base_url`` (``aws_bedrock_runtime_endpoint`` works too) and
 any ``aws_access_key_id`` / ``aws_secret_access_key`` / ``aws_region_name``.
 """
 
@@ -83,7 +83,7 @@ class BedrockConverseFake(FakeProvider):
         """Model, endpoint and fake AWS credentials (``api_key`` is the fake secret key)."""
         return {
             "model": self.model(name),
-            "aws_bedrock_runtime_endpoint": self.base_url,
+            "api_base": self.base_url,
             "aws_access_key_id": "AKIDLOOPBACKTEST",
             "aws_secret_access_key": api_key,
             "aws_region_name": "us-east-1",

@@ -39,14 +39,18 @@ _STATUS = {
 }
 
 
+def _count_parts(content: dict[str, Any], *names: str) -> int:
+    # the API accepts proto field names in camelCase and snake_case alike
+    parts = content.get("parts", [])
+    return sum(1 for part in parts if isinstance(part, dict) and any(name in part for name in names))
+
+
 def _function_calls(content: dict[str, Any]) -> int:
-    return sum(1 for part in content.get("parts", []) if isinstance(part, dict) and "functionCall" in part)
+    return _count_parts(content, "functionCall", "function_call")
 
 
 def _function_responses(content: dict[str, Any]) -> int:
-    return sum(
-        1 for part in content.get("parts", []) if isinstance(part, dict) and "functionResponse" in part
-    )
+    return _count_parts(content, "functionResponse", "function_response")
 
 
 class GeminiFake(FakeProvider):
