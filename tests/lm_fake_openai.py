@@ -194,7 +194,7 @@ class FakeOpenAIServer:
 
         self._httpd = QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def api_base(self) -> str:
