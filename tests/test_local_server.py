@@ -38,6 +38,8 @@ for name in ("model", "model_alias", "host", "port", "chat_format", "n_ctx", "n_
     parser.add_argument("--" + name)
 args = parser.parse_args()
 print("FAKE ARGS " + json.dumps(vars(args)), flush=True)
+shown = ("OMP_WAIT_POLICY", "SIGFORM_LOCAL_PARENT_PID", "HOST", "PORT", "CONFIG_FILE")
+print("FAKE ENV " + json.dumps({k: os.environ[k] for k in shown if k in os.environ}), flush=True)
 mode = os.environ.get("FAKE_LLAMA_MODE", "ok")
 if mode == "crash":
     print("fake crash: bad model file", flush=True)
@@ -128,6 +130,7 @@ def _port(api_base: str) -> int:
 def test_first_use_starts_server_and_records_it(fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PORT", "1")  # must not redirect the server (llama_cpp.server honours $PORT)
     monkeypatch.setenv("HOST", "0.0.0.0")
+    monkeypatch.setenv("CONFIG_FILE", "/nonexistent.json")
     api_base = _shared.ensure_server()
     server = _shared.current_server()
     assert server is not None and server.owned and server.is_healthy()
@@ -143,6 +146,8 @@ def test_first_use_starts_server_and_records_it(fake: Path, monkeypatch: pytest.
     assert args["model_alias"] == "gemma-3-270m"
     assert args["port"] == str(server.port)
     assert int(args["n_ctx"]) >= 2048
+    env = json.loads(log.split("FAKE ENV ", 1)[1].splitlines()[0])
+    assert env == {"OMP_WAIT_POLICY": "PASSIVE", "SIGFORM_LOCAL_PARENT_PID": str(os.getpid())}
 
 
 def test_second_call_reuses_the_server(fake: Path) -> None:
