@@ -789,3 +789,20 @@ def test_loopback_server_with_a_plain_handler() -> None:
     assert got == {"path": "/any/where", "echo": {"a": 1}}
     with pytest.raises(RuntimeError, match="not running"):
         _ = server.base_url
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("name", _error_params())
+def test_sigform_lm_rate_limit_carries_retry_after(name: str, streamed: bool) -> None:
+    from sigform.errors import RateLimitError
+
+    provider = PROVIDERS[name]
+    with provider.fake(ErrorReply(429, "Slow down.", retry_after=7)) as fake:
+        lm = _sigform_lm(fake, provider)
+        with pytest.raises(RateLimitError) as caught:
+            if streamed:
+                list(lm.stream(QUESTION))
+            else:
+                lm(QUESTION)
+    assert caught.value.retry_after == 7
+    assert API_KEY not in str(caught.value)

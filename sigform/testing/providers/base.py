@@ -18,7 +18,7 @@ import string
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Union
 
 from sigform.testing.providers.replies import ErrorReply, Reply
@@ -175,7 +175,7 @@ class FakeProvider(LoopbackServer):
             return Response(error.status, [("content-type", "text/plain"), *headers], raw)
         return Response.json(body, status=error.status, headers=headers)
 
-    async def _paced(self, events: Iterable[bytes]) -> Any:
+    async def _paced(self, events: Iterable[bytes]) -> AsyncIterator[bytes]:
         for i, event in enumerate(events):
             if i and self.stream_interval > 0:
                 await asyncio.sleep(self.stream_interval)
