@@ -7,6 +7,7 @@ credential resolution, a parameter schema, lifecycle hooks, history and usage to
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections import deque
@@ -140,6 +141,7 @@ class LM:
         self._route: Route | None = None
         self._warned: set[str] = set()
         self._usage = Usage()
+        self._lock = threading.Lock()
         self.stats: dict[str, int] = {"calls": 0, "cache_hits": 0, "errors": 0}
 
     # -- description -----------------------------------------------------------------------
@@ -354,11 +356,12 @@ class LM:
         if not cache_hit and prep.key is not None:
             get_cache().set(prep.key, completions)
         usage = completions[0].usage if completions else Usage(cache_hit=cache_hit)
-        self.stats["calls"] += 1
-        if cache_hit:
-            self.stats["cache_hits"] += 1
-        else:
-            self._usage = self._usage + usage
+        with self._lock:
+            self.stats["calls"] += 1
+            if cache_hit:
+                self.stats["cache_hits"] += 1
+            else:
+                self._usage = self._usage + usage
         req = prep.request
         record(
             HistoryEntry(
@@ -391,7 +394,8 @@ class LM:
 
     def _failed(self, prep: _Prepared, error: BaseException, started: float) -> None:
         latency = time.perf_counter() - started
-        self.stats["errors"] += 1
+        with self._lock:
+            self.stats["errors"] += 1
         req = prep.request
         record(
             HistoryEntry(
