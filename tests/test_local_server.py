@@ -34,7 +34,8 @@ REPO_ROOT = Path(sigform.__file__).resolve().parents[1]
 FAKE_SERVER = '''
 import argparse, http.server, json, os, sys, time
 parser = argparse.ArgumentParser()
-for name in ("model", "model_alias", "host", "port", "chat_format", "n_ctx", "n_threads", "n_batch"):
+for name in ("model", "model_alias", "host", "port", "chat_format", "n_ctx", "n_threads", "n_threads_batch",
+             "n_batch", "logits_all"):
     parser.add_argument("--" + name)
 args = parser.parse_args()
 print("FAKE ARGS " + json.dumps(vars(args)), flush=True)
@@ -146,6 +147,7 @@ def test_first_use_starts_server_and_records_it(fake: Path, monkeypatch: pytest.
     assert args["model_alias"] == "gemma-3-270m"
     assert args["port"] == str(server.port)
     assert int(args["n_ctx"]) >= 2048
+    assert args["logits_all"] == "False" and args["n_threads_batch"] == args["n_threads"]
     env = json.loads(log.split("FAKE ENV ", 1)[1].splitlines()[0])
     assert env == {"OMP_WAIT_POLICY": "PASSIVE", "SIGFORM_LOCAL_PARENT_PID": str(os.getpid())}
 

@@ -218,7 +218,11 @@ def _command(
         "--chat_format", chat_format,
         "--n_ctx", str(n_ctx),
         "--n_threads", str(n_threads),
+        "--n_threads_batch", str(n_threads),  # its default is every core, not n_threads
         "--n_batch", str(n_batch),
+        # the server defaults to logits for every prompt token (only needed for logprobs): 3x the
+        # memory (1.5 GB vs 0.5 GB resident) and ~2.5x slower prompt processing in our measurements
+        "--logits_all", "False",
         *extra_args,
     ]
 
