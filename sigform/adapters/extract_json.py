@@ -62,13 +62,12 @@ def _read(span: str) -> tuple[Any, str | None]:
         return json.loads(span, object_pairs_hook=_pairs), None
     except (ValueError, RecursionError):
         pass
-    from sigform.types.coercion._jsontext import parse_json
-    from sigform.types.coercion._plan import Invalid
+    from sigform.types.json_text import JSONTextError, parse_json_text
 
     try:
-        return parse_json(span), None
-    except Invalid as exc:
-        return None, exc.message
+        return parse_json_text(span), None
+    except JSONTextError as exc:
+        return None, str(exc)
 
 
 def _candidates(text: str) -> tuple[list[Any], str | None]:

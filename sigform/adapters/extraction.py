@@ -58,7 +58,7 @@ def _model_fields(annotation: Any) -> dict[str, Any]:
 
 
 def _base(annotation: Any) -> Any:
-    from sigform.types._typing import split_optional, strip_annotated
+    from sigform.types.inspection import split_optional, strip_annotated
 
     base, _ = strip_annotated(annotation)
     base, _ = split_optional(base)
@@ -66,7 +66,7 @@ def _base(annotation: Any) -> Any:
 
 
 def _item_annotation(annotation: Any, index: int) -> Any:
-    from sigform.types._typing import args_of
+    from sigform.types.inspection import args_of
 
     args = args_of(_base(annotation))
     if not args:

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sigform.types._typing import (
+from sigform.types.inspection import (
     is_enum_type,
     is_model_type,
     origin_of,

@@ -7,6 +7,8 @@
   :func:`json_schema` / :func:`strict_json_schema` give compact and strict-mode JSON schemas.
 * :func:`type_name` / :func:`resolve_type_name` convert annotations to and from readable
   strings (safely, without eval).
+* :func:`parse_json_text` reads one JSON value out of LM text (repairs, never completes a cut);
+  :mod:`sigform.types.inspection` answers questions about annotations (``split_optional``, ...).
 
 Custom types can take part by defining ``__sigform_coerce__(cls, value)`` (classmethod:
 return the value or raise ValueError/TypeError), ``__sigform_render__(self) -> str`` and
@@ -19,6 +21,7 @@ from sigform.types.describe import TypeDescription, describe_type, type_hint
 from sigform.types.file import File
 from sigform.types.history import History
 from sigform.types.image import Image
+from sigform.types.json_text import JSONTextError, parse_json_text
 from sigform.types.media import Media, iter_media
 from sigform.types.names import resolve_type_name, type_name
 from sigform.types.reasoning import Reasoning
@@ -31,6 +34,7 @@ __all__ = [
     "File",
     "History",
     "Image",
+    "JSONTextError",
     "Media",
     "Reasoning",
     "ToolCalls",
@@ -40,6 +44,7 @@ __all__ = [
     "describe_type",
     "iter_media",
     "json_schema",
+    "parse_json_text",
     "render_value",
     "resolve_type_name",
     "strict_json_schema",

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sigform.types._typing import (
+from sigform.types.inspection import (
     is_enum_type,
     literal_values,
     origin_of,

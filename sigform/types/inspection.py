@@ -1,8 +1,9 @@
 """Small, fast questions about annotations: is it optional, a model, a Literal, ...
 
-Everything in ``sigform.types`` asks these questions; keeping them in one place means the
-special cases of ``typing`` (``Annotated``, ``Optional``, ``X | Y``, ``Required``, ``List``)
-are handled once.
+Everything in ``sigform.types`` asks these questions, and so do the adapters (this module is
+public: ``from sigform.types.inspection import split_optional``); keeping them in one place
+means the special cases of ``typing`` (``Annotated``, ``Optional``, ``X | Y``, ``Required``,
+``List``) are handled once.
 """
 
 from __future__ import annotations

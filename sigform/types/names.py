@@ -17,7 +17,7 @@ import uuid
 from typing import Any, Literal, Optional, Union
 
 from sigform.errors import SignatureError
-from sigform.types._typing import NoneType, args_of, origin_of, strip_annotated
+from sigform.types.inspection import NoneType, args_of, origin_of, strip_annotated
 
 __all__ = ["resolve_type_name", "type_name"]
 

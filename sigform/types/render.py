@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sigform.types._typing import is_union, split_optional, strip_annotated
+from sigform.types.inspection import is_union, split_optional, strip_annotated
 
 __all__ = ["render_value"]
 

@@ -20,7 +20,7 @@ import copy
 import threading
 from typing import Any
 
-from sigform.types._typing import cache_key, split_optional, strip_annotated
+from sigform.types.inspection import cache_key, split_optional, strip_annotated
 
 __all__ = ["json_schema", "strict_json_schema"]
 

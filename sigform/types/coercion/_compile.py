@@ -8,18 +8,6 @@ import decimal
 import typing
 from typing import Any, Literal, Union
 
-from sigform.types._typing import (
-    NoneType,
-    args_of,
-    is_dataclass_type,
-    is_enum_type,
-    is_model_type,
-    is_typeddict_type,
-    literal_values,
-    origin_of,
-    split_optional,
-    strip_annotated,
-)
 from sigform.types.coercion._choices import EnumNode, LiteralNode
 from sigform.types.coercion._collections import DictNode, SeqNode, TupleNode
 from sigform.types.coercion._plan import Node, plan_for
@@ -35,6 +23,18 @@ from sigform.types.coercion._scalars import (
     TextParsedNode,
 )
 from sigform.types.coercion._union import UnionNode
+from sigform.types.inspection import (
+    NoneType,
+    args_of,
+    is_dataclass_type,
+    is_enum_type,
+    is_model_type,
+    is_typeddict_type,
+    literal_values,
+    origin_of,
+    split_optional,
+    strip_annotated,
+)
 
 __all__ = ["compile_node"]
 

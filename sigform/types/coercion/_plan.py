@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from sigform.types._typing import cache_key
+from sigform.types.inspection import cache_key
 
 __all__ = ["Invalid", "Node", "accepts_none", "adapter_for", "plan_for"]
 

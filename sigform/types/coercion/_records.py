@@ -17,11 +17,11 @@ import textwrap
 import typing
 from typing import Any
 
-from sigform.types._typing import is_model_type, is_typeddict_type
 from sigform.types.coercion._jsontext import parse_json
 from sigform.types.coercion._plan import Invalid, Node, accepts_none, plan_for
 from sigform.types.coercion._scalars import describe_seen
 from sigform.types.coercion._text import key_norm, strip_fence
+from sigform.types.inspection import is_model_type, is_typeddict_type
 
 __all__ = ["RecordNode"]
 

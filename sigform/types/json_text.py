@@ -1,0 +1,35 @@
+"""Reading one JSON value out of LM text, publicly: strict first, then repaired, never through a cut.
+
+::
+
+    parse_json_text('{"a": 1, "b": [1, 2,]}')     # {'a': 1, 'b': [1, 2]} (repaired)
+    parse_json_text('{"a": 1, "b": "x')           # JSONTextError: the value is cut off (...)
+
+The value engine and the adapters share this reader, so every place that reads JSON out of a
+model's answer repairs and refuses the same way (see :mod:`sigform.types.coercion._jsontext`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["JSONTextError", "parse_json_text"]
+
+
+class JSONTextError(ValueError):
+    """``text`` holds no single readable JSON value; the message says why (cut off, invalid, ...)."""
+
+
+def parse_json_text(text: str) -> Any:
+    """Parse ``text`` (stripped, starting with ``{`` or ``[``) as JSON, repairing small mistakes.
+
+    A value that was cut off (inside a string, a list, a key or a number) is never completed:
+    that raises :class:`JSONTextError`, as does text that is not JSON even after repair.
+    """
+    from sigform.types.coercion._jsontext import parse_json
+    from sigform.types.coercion._plan import Invalid
+
+    try:
+        return parse_json(text)
+    except Invalid as exc:
+        raise JSONTextError(exc.message) from None
