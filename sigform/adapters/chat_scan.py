@@ -77,6 +77,10 @@ def _add(out: Sections, name: str, value: str) -> None:
         out.conflicts.setdefault(name, [old]).append(value)
 
 
+def _quoted(text: str, start: int, end: int) -> bool:
+    return start > 0 and text[start - 1] == "`" and end < len(text) and text[end] == "`"
+
+
 def find_sections(text: str, matcher: FieldMatcher) -> Sections:
     """Sections under bracket headers; ``headers == 0`` means the text has none."""
     out = Sections()
@@ -86,6 +90,8 @@ def find_sections(text: str, matcher: FieldMatcher) -> Sections:
     headers = list(matcher.exact_header_re.finditer(text))
     if len(headers) != text.count("[["):
         headers = list(HEADER_RE.finditer(text))
+    # `[[ ## name ## ]]` in backticks is a mention inside prose (an echoed instruction), not a header
+    headers = [m for m in headers if not _quoted(text, m.start(), m.end())]
     out.headers = len(headers)
     for i, match in enumerate(headers):
         written = match.group("name")
