@@ -50,11 +50,14 @@ def test_cache_dir_env_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert state_path() == tmp_path / "c" / "local-server.json"
 
 
-def test_cache_dir_xdg_then_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("SIGFORM_CACHE_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert cache_dir() == tmp_path / "sigform"
-    monkeypatch.delenv("XDG_CACHE_HOME")
+def test_cache_dir_setting_then_env_then_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from sigform.settings import context
+
+    monkeypatch.setenv("SIGFORM_CACHE_DIR", str(tmp_path / "env"))
+    with context(cache_dir=str(tmp_path / "setting")):
+        assert cache_dir() == tmp_path / "setting"
+    assert cache_dir() == tmp_path / "env"
+    monkeypatch.delenv("SIGFORM_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir() == tmp_path / "home" / ".cache" / "sigform"
 

@@ -8,14 +8,19 @@ litellm as an OpenAI-compatible provider. This package manages the server behind
   then ``llama_cpp.server`` starts as a child process on a free port (``--chat_format gemma``,
   ``--model_alias gemma-3-270m``), and we wait until ``/v1/models`` answers.
 * The server is shared across processes through ``<cache>/local-server.json`` (cache dir:
-  ``$SIGFORM_CACHE_DIR``, else ``~/.cache/sigform``); a recorded server is reused only after
-  checking that its pid is alive and its port answers with our alias.
+  the ``cache_dir`` setting, else ``$SIGFORM_CACHE_DIR``, else ``~/.cache/sigform``); a recorded
+  server is reused only after checking that its pid is alive and its port answers with our alias.
 * The process that started a server owns it: it stops it at exit, and the server also exits by
   itself if its owner is killed. Processes that reused it never stop it; if it disappears, their
   next :func:`ensure_server` starts their own. A server that dies under its owner is restarted
   (with a warning) up to ``MAX_RESTARTS`` times, then :class:`~sigform.errors.LocalModelError`
   quotes its log. Server output goes to ``<cache>/local-server.log``, never to the terminal.
 * :func:`serve` starts a dedicated, unshared server for explicit control (context manager).
+
+The server runs with ``--logits_all False`` (a third of the memory, faster prompts), so it
+cannot return logprobs. It accepts ``response_format={"type": "json_object", "schema": {...}}``
+and constrains generation to the schema by grammar; ``{"type": "json_schema", ...}`` is
+rejected (HTTP 500, "Input should be 'text' or 'json_object'").
 
 Requires the ``local`` extra: ``pip install 'sigform[local]'``.
 """

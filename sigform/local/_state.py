@@ -22,14 +22,12 @@ STATE_FILE = "local-server.json"
 
 
 def cache_dir() -> Path:
-    """sigform's cache directory: ``$SIGFORM_CACHE_DIR``, else ``$XDG_CACHE_HOME/sigform``, else
-    ``~/.cache/sigform``."""
-    override = os.environ.get("SIGFORM_CACHE_DIR")
-    if override:
-        return Path(override).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "sigform"
+    """sigform's cache directory, as for the response cache: the ``cache_dir`` setting, else
+    ``$SIGFORM_CACHE_DIR``, else ``~/.cache/sigform``."""
+    from sigform.settings import get_setting
+
+    configured = get_setting("cache_dir") or os.environ.get("SIGFORM_CACHE_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "sigform"
 
 
 def state_path() -> Path:
