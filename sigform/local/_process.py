@@ -9,6 +9,8 @@ anything it spawned.
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import logging
 import os
 import signal
@@ -43,15 +45,18 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def probe(host: str, port: int, alias: str, timeout: float = 2.0) -> bool:
     """True if an OpenAI-compatible server on ``host:port`` lists ``alias`` at ``/v1/models``."""
-    import httpx
-
+    # plain http.client: this runs on every start and adoption, and httpx costs ~0.25 s to set up
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
-        resp = httpx.get(f"http://{host}:{port}/v1/models", timeout=timeout)
-        if resp.status_code != 200:
+        conn.request("GET", "/v1/models")
+        resp = conn.getresponse()
+        if resp.status != 200:
             return False
-        data = resp.json().get("data")
-    except (httpx.HTTPError, ValueError, AttributeError):
+        data = json.loads(resp.read()).get("data")
+    except (OSError, http.client.HTTPException, ValueError, AttributeError):
         return False
+    finally:
+        conn.close()
     return isinstance(data, list) and any(isinstance(m, dict) and m.get("id") == alias for m in data)
 
 
