@@ -1,0 +1,1 @@
+"""sigform vs DSPy benchmarks: ``python -m benchmarks`` (see README.md)."""

@@ -1,0 +1,60 @@
+"""3. Format and parse time per call, per adapter (Chat, JSON, XML), small and large signatures.
+
+small: ``question -> answer``; large: 6 inputs, 6 typed outputs (a nested model, a list, a
+Literal, a float, an int, a str) and 3 demos -- the cases of ``benchmarks.adapters_speed``,
+whose ``bench_sigform`` measures sigform's side. DSPy's side (``dspy_side/format_parse.py``)
+declares the same signatures and gets the same demos, inputs and outputs as JSON. Each parser
+parses its own adapter's rendering of the expected outputs (checked to round-trip) and the
+medians are over ``repeats`` calls after one warm-up.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+from benchmarks.adapters_speed import bench_sigform, case
+from benchmarks.common import Row, Section, run_dspy, speedup
+
+ADAPTERS = ("chat", "json", "xml")
+SIZES = ("small", "large")
+# (adapter, size) -> the target ratio (DSPy / sigform of format+parse)
+TARGETS = {("chat", "small"): 10.0, ("json", "large"): 5.0}
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in values.items()}
+
+
+def cases_json() -> str:
+    """The small and large cases (demos, inputs, outputs) as JSON for the DSPy side."""
+    out = {}
+    for size in SIZES:
+        _, demos, inputs, outputs = case(size)
+        out[size] = {"demos": [_plain(d) for d in demos], "inputs": inputs, "outputs": _plain(outputs)}
+    return json.dumps(out)
+
+
+def run(repeats: int = 300, with_dspy: bool = True) -> Section:
+    section = Section("format_parse")
+    ours = {f"{a}/{s}": bench_sigform(a, s, repeats) for a in ADAPTERS for s in SIZES}
+    theirs: dict[str, Any] = {}
+    if with_dspy:
+        theirs = run_dspy("format_parse.py", str(repeats), stdin=cases_json())
+    for key, mine in ours.items():
+        adapter, size = key.split("/")
+        other = theirs.get(key, {})
+        target = TARGETS.get((adapter, size))
+        for part in ("format_us", "parse_us", "total_us"):
+            ratio = speedup(mine[part], other.get(part))
+            is_total = part == "total_us"
+            section.rows.append(Row(
+                "3 format+parse", f"{adapter} {size}: {part[:-3].replace('total', 'format+parse')}", "µs",
+                mine[part], other.get(part), ratio,
+                target=f">= {target:g}x faster" if (target and is_total) else "",
+                met=(ratio >= target) if (target and is_total and ratio is not None) else None,
+            ))
+    section.details = {"sigform": ours, "dspy": theirs, "repeats": repeats}
+    return section
