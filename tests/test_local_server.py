@@ -302,6 +302,12 @@ def test_own_server_death_restarts_then_gives_up(
     with pytest.raises(LocalModelError, match="died") as info:
         _shared.ensure_server()
     assert "FAKE ARGS" in str(info.value)  # quotes the server log
+    with pytest.raises(LocalModelError, match="giving up"):
+        _shared.ensure_server()  # stays given up ...
+    _shared.stop_server()  # ... until an explicit stop renews the budget
+    assert _shared.current_server() is None
+    assert _port(_shared.ensure_server()) > 0
+    assert _shared.current_server().is_healthy()  # type: ignore[union-attr]
 
 
 def test_crash_at_start_quotes_the_log(fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:

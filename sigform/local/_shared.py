@@ -188,10 +188,12 @@ def _reusable(state: ServerState | None) -> LocalServer | None:
 
 def stop_server() -> None:
     """Stop the shared server if this process started it (other processes using it will start
-    their own on their next call); if another process owns it, only stop using it."""
-    global _current
+    their own on their next call); if another process owns it, only stop using it. Also renews
+    the restart budget after :func:`ensure_server` gave up on a crashing server."""
+    global _current, _restarts
     with _lock:
         server, _current = _current, None
+        _restarts = 0  # an explicit stop is a fresh start: the restart budget is renewed
         if server is None:
             return
         if server.owned:
