@@ -211,3 +211,55 @@ def test_json_schema_properties_follow_declaration_order() -> None:
     assert list(schema["properties"]) == list(Rich.output_fields)
     system = JSONAdapter().format(Rich, [], {"title": "t", "notes": []})[0]["content"]
     assert "valid Python" not in system and "{part}" not in system
+
+
+class Scan(BaseModel):
+    label: str
+    page: Image
+
+
+@pytest.mark.parametrize("adapter_name", sorted(ADAPTERS))
+def test_media_nested_in_inputs_become_parts_and_a_placeholder(adapter_name: str) -> None:
+    sig = sf.make_signature(
+        {
+            "scans": (list[Scan], sf.InputField()),
+            "extra": (dict[str, Image], sf.InputField()),
+            "answer": (str, sf.OutputField()),
+        }
+    )
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+    one, two = Image.from_bytes(png), Image.from_url("https://example.com/two.png")
+    inputs = {"scans": [Scan(label="first", page=one)], "extra": {"back": two}}
+    content = ADAPTERS[adapter_name]().format(sig, [], inputs)[-1]["content"]
+    assert isinstance(content, list)
+    images = [p["image_url"]["url"] for p in content if p["type"] == "image_url"]
+    assert images == [one.data_uri, "https://example.com/two.png"]
+    text = "\n".join(p["text"] for p in content if p["type"] == "text")
+    assert "first" in text and one.data[:40] not in text  # the placeholder, never the base64
+    assert "Image image/png" in text
+
+
+def test_xml_hints_word_constraints_in_xml_safe_words() -> None:
+    sig = sf.make_signature(
+        {
+            "q": (str, sf.InputField()),
+            "score": (float, sf.OutputField(ge=0, lt=10)),
+            "code": (str, sf.OutputField(pattern="^<[a-z]+>$")),
+            "pick": (Literal["a<b", "c"], sf.OutputField()),
+        }
+    )
+    system = XMLAdapter().format(sig, [], {"q": "x"})[0]["content"]
+    assert "<score>a number, at least 0, less than 10</score>" in system
+    assert "matches ^&lt;[a-z]+&gt;$" in system and "exactly one of: a&lt;b; c" in system
+    hints = system.split("inside text.", 1)[1].split("Objective", 1)[0]
+    for line in hints.strip().splitlines():
+        inner = line.split(">", 1)[1].rsplit("</", 1)[0]
+        assert "<" not in inner.replace("<item>", ""), line
+    assert (
+        "<= 10"
+        in ChatAdapter().format(
+            sf.make_signature({"q": (str, sf.InputField()), "s": (float, sf.OutputField(le=10))}),
+            [],
+            {"q": "x"},
+        )[0]["content"]
+    )  # other formats keep the operators

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import json
 from typing import Annotated, Any, Literal, Optional, Union
 
 import pytest
@@ -556,3 +557,45 @@ def test_hostile_inputs_raise_only_field_value_error() -> None:
     fails(nested, list[int])
     fails("9" * 10_000, int)
     fails(object(), int)
+
+
+# ---- a list given for a record: only a one-item list wrapping one object ------------------------
+
+
+class _Rec(BaseModel):
+    a: int = 0
+
+
+@dataclasses.dataclass
+class _DRec:
+    a: int = 0
+
+
+class _TRec(TypedDict, total=False):
+    a: int
+
+
+@pytest.mark.parametrize("target", [_Rec, _DRec, _TRec, Optional[_Rec]])
+@pytest.mark.parametrize("text", ["[]", '[{"a": 1}, {"a": 2}]', "[1, 2]", '["a: 1"]', "[[{}]]"])
+def test_a_list_for_a_record_is_an_error(target: Any, text: str) -> None:
+    with pytest.raises(FieldValueError):
+        coerce(text, target)
+    with pytest.raises(FieldValueError):
+        coerce(json.loads(text), target)
+
+
+@pytest.mark.parametrize("target", [_Rec, _DRec])
+def test_a_one_item_list_wrapping_one_object_is_read(target: Any) -> None:
+    value = coerce('[{"a": 3}]', target)
+    assert value.a == 3
+    assert coerce('[{"a": 3}]', _TRec) == {"a": 3}
+
+
+def test_tool_calls_accept_a_bare_list_of_calls_but_not_junk() -> None:
+    from sigform.types import ToolCalls
+
+    assert len(coerce("[]", ToolCalls)) == 0
+    assert coerce('[{"name": "add", "args": {"a": 1}}]', ToolCalls).tool_calls[0].args == {"a": 1}
+    for junk in ("[1, 2]", '["add"]', "not json", "[[]]"):
+        with pytest.raises(FieldValueError):
+            coerce(junk, ToolCalls)

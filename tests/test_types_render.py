@@ -141,3 +141,114 @@ def test_type_hints() -> None:
     hint = type_hint(list[Book])
     assert hint is not None and hint.startswith("JSON matching this schema: ")
     assert '"title"' in hint and hint.index('"title"') < hint.index('"pages"')
+
+
+# ---- custom types: hints, hooks inside containers, media never as base64 -----------------------
+
+_PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+
+
+def _image() -> Any:
+    from sigform.types import Image
+
+    return Image.from_bytes(_PNG)
+
+
+class _Shown:
+    """A type that writes itself for prompts (as tools and media do)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __sigform_render__(self) -> str:
+        return f"- {self.name}: does {self.name}\n  more lines"
+
+    def __repr__(self) -> str:
+        return f"_Shown({self.name!r})"
+
+
+class Album(BaseModel):
+    title: str
+    cover: Any
+
+
+@dataclasses.dataclass
+class Page:
+    number: int
+    scan: Any
+
+
+def test_type_hint_of_custom_types_has_no_null_schema() -> None:
+    from sigform.types import Audio, File, History, Image
+
+    for tp in (Image, Audio, File, History, Optional[Image]):
+        assert type_hint(tp) is None, tp
+    assert describe_type(Optional[Image]).optional
+    assert describe_type(Image).kind == "custom"
+
+
+def test_custom_type_can_word_its_own_hint() -> None:
+    class Money:
+        @classmethod
+        def __sigform_describe__(cls) -> TypeDescription:
+            return TypeDescription("custom", "Money", hint="an amount like 12.50 EUR")
+
+    assert type_hint(Money) == "an amount like 12.50 EUR"
+    assert type_hint(Optional[Money]) == "an amount like 12.50 EUR, or None"
+
+
+def test_list_items_use_their_render_hook() -> None:
+    text = render_value([_Shown("add"), _Shown("mul")])
+    assert text == "- add: does add\n  more lines\n- mul: does mul\n  more lines"
+    assert "_Shown(" not in text
+    nested = json.loads(render_value({"tools": [_Shown("add"), 3]}))  # mixed or nested: inside the JSON
+    assert nested == {"tools": ["- add: does add\n  more lines", 3]}
+
+
+def test_media_dumps_keep_their_content_outside_prompts() -> None:
+    image = _image()
+    assert Album(title="x", cover=image).model_dump()["cover"]["data"] == image.data
+    assert '"data"' in Album(title="x", cover=image).model_dump_json()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": "x", "pic": None},
+        ["x", None],
+        Album(title="x", cover=None),
+        Page(number=1, scan=None),
+    ],
+)
+def test_nested_media_render_as_the_placeholder(value: Any) -> None:
+    import base64
+
+    image = _image()
+    if isinstance(value, dict):
+        value["pic"] = image
+    elif isinstance(value, list):
+        value[1] = image
+    elif isinstance(value, Album):
+        value = Album(title="x", cover=image)
+    else:
+        value = Page(number=1, scan=image)
+    text = render_value(value)
+    assert base64.b64encode(_PNG).decode()[:40] not in text and len(text) < 200
+    assert str(image) in text  # the short placeholder
+    if not isinstance(value, list):
+        assert json.dumps(str(image)) in text  # as a JSON string inside one line of valid JSON
+        json.loads(text)
+
+
+def test_nested_hooks_do_not_change_plain_structures() -> None:
+    assert render_value({"a": [1, {"b": "c"}]}) == '{"a": [1, {"b": "c"}]}'
+    assert render_value(Book(title="t", pages=2)) == '{"title": "t", "pages": 2, "fuel": null}'
+
+
+def test_iter_media_finds_media_in_models_and_dataclasses() -> None:
+    from sigform.types import iter_media
+
+    a, b = _image(), _image()
+    value = {"albums": [Album(title="x", cover=a)], "pages": (Page(1, b),), "n": 3, "s": "text"}
+    assert list(iter_media(value)) == [a, b]
+    assert list(iter_media("text")) == [] and list(iter_media(None)) == []

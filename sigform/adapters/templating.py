@@ -31,6 +31,9 @@ def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=False,
     )
+    from sigform.adapters.wording import FILTERS
+
+    env.filters.update(FILTERS)
     return env
 
 

@@ -7,6 +7,7 @@ schema, human constraint texts); adapters word their hints from it in their own 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -35,7 +36,8 @@ class TypeDescription:
     ``choices``), ``json`` (anything structured; see ``schema``), ``date``, ``datetime``,
     ``time``, ``none``, ``any`` or ``custom`` (a type with its own ``__sigform_describe__``).
     ``optional`` says ``None`` is also allowed. ``constraints`` are short human texts such as
-    ``">= 0"``, ``"at most 5 items"``, ``"matches ^[A-Z]+$"``.
+    ``">= 0"``, ``"at most 5 items"``, ``"matches ^[A-Z]+$"``. ``hint`` is a custom type's own
+    wording for the prompt (``None``: the type needs none, e.g. media sent as content parts).
     """
 
     kind: str
@@ -44,6 +46,7 @@ class TypeDescription:
     choices: tuple[str, ...] = ()
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     constraints: tuple[str, ...] = ()
+    hint: str | None = None
 
 
 def describe_type(annotation: Any) -> TypeDescription:
@@ -70,7 +73,10 @@ def _describe(annotation: Any) -> TypeDescription:
     metadata += more
     hook = getattr(inner, "__sigform_describe__", None)
     if hook is not None and isinstance(inner, type):
-        return hook()
+        described: TypeDescription = hook()
+        if optional and not described.optional:  # Optional[Image]: the hook describes Image only
+            described = dataclasses.replace(described, optional=True)
+        return described
     constraints = tuple(constraint_texts(metadata, inner))
     if inner is None or inner is type(None):
         return TypeDescription("none", name, optional=True)
@@ -127,12 +133,15 @@ def constraint_texts(metadata: tuple[Any, ...], base: Any) -> list[str]:
 def type_hint(annotation: Any) -> str | None:
     """A default English hint for the prompt: ``"True or False"``, ``"one of: ..."``, ...
 
-    ``None`` for plain ``str`` (nothing needs saying).
+    ``None`` for plain ``str`` (nothing needs saying), ``Any``, and custom types (``Image``,
+    ``History``, ...) that neither word their own hint nor have a schema.
     """
     d = describe_type(annotation)
     if d.kind == "str" and not d.optional and not d.constraints:
         return None
     if d.kind == "any":
+        return None
+    if d.kind == "custom" and d.hint is None and d.schema is None:
         return None
     if d.kind == "none":
         return "None"
@@ -145,7 +154,9 @@ def type_hint(annotation: Any) -> str | None:
         "datetime": "an ISO 8601 datetime (YYYY-MM-DDTHH:MM:SS)",
         "time": "a time as HH:MM:SS",
     }.get(d.kind)
-    if d.kind == "choices":
+    if d.kind == "custom" and d.hint is not None:
+        text = d.hint
+    elif d.kind == "choices":
         quoted = [c if _plain_number(c) else json.dumps(c, ensure_ascii=False) for c in d.choices]
         text = "one of: " + ", ".join(quoted)
     elif text is None:

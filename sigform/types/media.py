@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import os
 import re
@@ -22,9 +23,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo
+from pydantic import BaseModel, ConfigDict, SerializationInfo, ValidationInfo, model_serializer
 
-__all__ = ["Media", "iter_media", "sniff_mime"]
+__all__ = ["PROMPT_CONTEXT", "Media", "iter_media", "sniff_mime"]
+
+# serialization context of prompt rendering: media inside a structure become their placeholder
+PROMPT_CONTEXT = {"sigform_prompt": True}
 
 ContentPart = dict[str, Any]
 
@@ -262,6 +266,22 @@ class Media(BaseModel):
         """A short placeholder (adapters send the content itself as content parts)."""
         return str(self)
 
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any, info: SerializationInfo) -> Any:
+        # in prompt text (render_value of a dict or model holding media) only the placeholder is
+        # written, never the base64; every other dump keeps the full content
+        context = info.context
+        if isinstance(context, Mapping) and context.get("sigform_prompt"):
+            return str(self)
+        return handler(self)
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> Any:
+        # the prompt serializer above does not change what a dump looks like: schema it as the model
+        if isinstance(schema, dict) and "serialization" in schema:
+            schema = {k: v for k, v in schema.items() if k != "serialization"}
+        return handler(schema)
+
     @classmethod
     def __sigform_describe__(cls) -> Any:
         from sigform.types.describe import TypeDescription
@@ -278,14 +298,28 @@ class Media(BaseModel):
         yield None, self._describe()
 
 
-def iter_media(value: Any) -> Iterator[Media]:
-    """Every :class:`Media` inside ``value`` (itself, or nested in lists, tuples, sets and dict
-    values), in order -- for adapters that turn an input field's value into content parts."""
+_SCALARS = (str, bytes, int, float, bool, type(None))
+
+
+def iter_media(value: Any, _depth: int = 0) -> Iterator[Media]:
+    """Every :class:`Media` inside ``value`` (itself, or nested in lists, tuples, sets, dict
+    values, pydantic models and dataclasses), in order -- for adapters that turn an input field's
+    value into content parts."""
     if isinstance(value, Media):
         yield value
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        for item in value:
-            yield from iter_media(item)
+        return
+    if isinstance(value, _SCALARS) or _depth > 64:
+        return
+    items: Any
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = value
     elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from iter_media(item)
+        items = value.values()
+    elif isinstance(value, BaseModel):
+        items = (getattr(value, name) for name in type(value).model_fields)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = (getattr(value, f.name) for f in dataclasses.fields(value))
+    else:
+        return
+    for item in items:
+        yield from iter_media(item, _depth + 1)

@@ -6,11 +6,15 @@ dataclasses) as one line of JSON. The output is always something :func:`coerce` 
 the same value for the same annotation (outer whitespace of a ``str`` excepted: text formats
 do not keep it). Where plain text would be ambiguous (a string in quotes, a string that would
 read as ``None`` or a number in a ``Union``), the string is written as a JSON string literal.
+
+Values of types with a ``__sigform_render__`` hook (media, tools, reasoning) are written the way
+the hook says, wherever they are: a list of them one after another, one per line; nested in a
+dict, list, model or dataclass, as their own text inside the JSON (an image is its short
+placeholder there, never its base64 content; adapters send media as content parts).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import enum
 import json
@@ -18,9 +22,8 @@ import typing
 from collections import abc as cabc
 from typing import Any
 
-from pydantic import BaseModel
-
 from sigform.types.inspection import is_union, split_optional, strip_annotated
+from sigform.types.media import PROMPT_CONTEXT
 
 __all__ = ["render_value"]
 
@@ -32,12 +35,24 @@ def render_value(value: Any, annotation: Any = None) -> str:
     hook = getattr(type(value), "__sigform_render__", None)
     if hook is not None:
         return hook(value)
+    if isinstance(value, (list, tuple)) and value and all(_hooked(v) for v in value):
+        return "\n".join(type(v).__sigform_render__(v) for v in value)
     text = _render(value, annotation is None or _numbered_ok(annotation))
     if annotation is not None and isinstance(value, str):
         base, _ = strip_annotated(annotation)
         if base is not str and (is_union(base) or base is Any or base is object):
             text = _disambiguate(value, text, annotation)
     return text
+
+
+def _hooked(value: Any) -> bool:
+    return getattr(type(value), "__sigform_render__", None) is not None
+
+
+def _fallback(value: Any) -> Any:
+    """How the JSON encoder writes a value it does not know: by its render hook, else ``str``."""
+    hook = getattr(type(value), "__sigform_render__", None)
+    return hook(value) if hook is not None else str(value)
 
 
 def _numbered_ok(annotation: Any) -> bool:
@@ -91,10 +106,9 @@ def to_json(value: Any) -> str:
     """One line of JSON for ``value`` (models by alias, enums by value, dates in ISO 8601)."""
     from pydantic_core import to_jsonable_python
 
-    if isinstance(value, BaseModel) or dataclasses.is_dataclass(value):
-        data = to_jsonable_python(value, by_alias=True, fallback=str)
-    else:
-        data = to_jsonable_python(value, fallback=str)
+    # hooked values inside (a Tool, an Image) are written by their hook: plain objects through the
+    # fallback, pydantic-based ones (media) by their serializer, which reads the prompt context
+    data = to_jsonable_python(value, by_alias=True, fallback=_fallback, context=PROMPT_CONTEXT)
     return json.dumps(data, ensure_ascii=False)
 
 

@@ -121,8 +121,15 @@ class RecordNode(Node):
             return self._from_dict(value, False)
         if isinstance(value, str):
             return self._from_text(value)
+        # the one-element array wrapper of the parse spec: exactly one object, nothing else (a bare
+        # string, number or nested list inside is not an object, so it is not read as one)
         if isinstance(value, list) and len(value) == 1:
-            return self.convert(value[0], name, False)
+            item = value[0]
+            if isinstance(item, dict) or (
+                self.instance_type is not None and isinstance(item, self.instance_type)
+            ):
+                return self.convert(item, name, False)
+            raise Invalid(f"expected an object ({self.type_label}), got a list holding {describe_seen(item)}")
         raise Invalid(f"expected an object ({self.type_label}), got {describe_seen(value)}")
 
     def _from_text(self, value: str) -> Any:
