@@ -12,8 +12,11 @@ or ``sigform.context(cache_dir=...)``), the ``SIGFORM_CACHE_DIR`` environment va
 
 from __future__ import annotations
 
+import atexit
+import logging
 import os
 import pickle
+import queue
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -30,6 +33,8 @@ __all__ = [
     "get_cache",
     "reset_caches",
 ]
+
+logger = logging.getLogger("sigform.lm")
 
 DEFAULT_SIZE_LIMIT = 1 << 30
 DEFAULT_MEMORY_ENTRIES = 4096
@@ -55,6 +60,7 @@ class ResponseCache:
         self.size_limit = size_limit
         self.memory_entries = memory_entries
         self._memory: OrderedDict[str, bytes] = OrderedDict()
+        self._pending: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self._disk: Any = None
 
@@ -74,6 +80,8 @@ class ResponseCache:
             blob = self._memory.get(key)
             if blob is not None:
                 self._memory.move_to_end(key)
+            else:
+                blob = self._pending.get(key)  # evicted from memory before its disk write
         if blob is None:
             disk = self._disk_cache()
             blob = disk.get(key) if disk is not None else None
@@ -83,12 +91,28 @@ class ResponseCache:
         return pickle.loads(blob)
 
     def set(self, key: str, value: Any) -> None:
-        """Store a snapshot of ``value`` (later changes to ``value`` do not reach the cache)."""
+        """Store a snapshot of ``value`` (later changes to ``value`` do not reach the cache).
+
+        The memory layer is updated at once; the disk write happens on a background thread
+        (flushed at exit and by :meth:`flush`), so a call does not wait for SQLite."""
         blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         self._remember(key, blob)
+        if self.directory is not None:
+            with self._lock:
+                self._pending[key] = blob
+            _writer.put(self, key, blob)
+
+    def _write(self, key: str, blob: bytes) -> None:
         disk = self._disk_cache()
         if disk is not None:
             disk.set(key, blob)
+        with self._lock:
+            if self._pending.get(key) is blob:
+                del self._pending[key]
+
+    def flush(self) -> None:
+        """Wait until every pending disk write is done."""
+        _writer.flush()
 
     def _remember(self, key: str, blob: bytes) -> None:
         with self._lock:
@@ -99,6 +123,7 @@ class ResponseCache:
 
     def clear(self) -> None:
         """Drop every entry, in memory and on disk."""
+        _writer.flush()
         with self._lock:
             self._memory.clear()
         disk = self._disk_cache()
@@ -106,10 +131,12 @@ class ResponseCache:
             disk.clear()
 
     def __len__(self) -> int:
+        _writer.flush()
         disk = self._disk_cache()
         return len(disk) if disk is not None else len(self._memory)
 
     def close(self) -> None:
+        _writer.flush()
         if self._disk is not None:
             self._disk.close()
             self._disk = None
@@ -119,6 +146,43 @@ class ResponseCache:
         return f"ResponseCache({where}, memory_entries={self.memory_entries})"
 
 
+class _DiskWriter:
+    """One daemon thread that performs disk-cache writes in order."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[ResponseCache, str, bytes] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def put(self, cache: ResponseCache, key: str, blob: bytes) -> None:
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._run, name="sigform-cache-writer", daemon=True
+                    )
+                    self._thread.start()
+                    atexit.register(self.flush)
+        self._queue.put((cache, key, blob))
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is not None:
+                    cache, key, blob = item
+                    cache._write(key, blob)
+            except Exception:
+                logger.warning("sigform: could not write a disk-cache entry", exc_info=True)
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._queue.join()
+
+
+_writer = _DiskWriter()
 _caches: dict[tuple[str | None, int, int], ResponseCache] = {}
 _caches_lock = threading.Lock()
 

@@ -10,6 +10,7 @@ retry policy. Responses are read as plain JSON (no pydantic model per call).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import weakref
@@ -61,31 +62,38 @@ class OpenAIBackend:
 
     def _client(self, req: Request) -> Any:
         base, key, extra = self._identity(req)
-        ident = (base, key, *sorted(extra.items()))
-        client = self._sync.get(ident)  # type: ignore[call-overload]
+        ident = (base, key, tuple(sorted(extra.items())))
+        client = self._sync.get(ident)
         if client is None:
             import openai
 
             with self._lock:
-                client = self._sync.get(ident)  # type: ignore[call-overload]
+                client = self._sync.get(ident)
                 if client is None:
                     client = openai.OpenAI(api_key=key, base_url=base, max_retries=0, **extra)
-                    self._sync[ident] = client  # type: ignore[index]
+                    self._sync[ident] = client
         return client
 
-    def _aclient(self, req: Request) -> Any:
+    async def _aclient(self, req: Request) -> Any:
         base, key, extra = self._identity(req)
-        ident = (base, key, *sorted(extra.items()))
+        ident = (base, key, tuple(sorted(extra.items())))
         loop = asyncio.get_running_loop()
         per_loop = self._async.get(loop)
         if per_loop is None:
             per_loop = self._async.setdefault(loop, {})
-        client = per_loop.get(ident)  # type: ignore[call-overload]
+            # closes this loop's clients when the loop shuts down its async generators
+            # (asyncio.run does), so no connection or session is left unclosed
+            closer = _close_at_loop_shutdown(per_loop)
+            await closer.__anext__()
+            per_loop["__closer__"] = closer
+        client = per_loop.get(ident)
         if client is None:
             import openai
 
-            client = openai.AsyncOpenAI(api_key=key, base_url=base, max_retries=0, **extra)
-            per_loop[ident] = client  # type: ignore[index]
+            client = openai.AsyncOpenAI(
+                api_key=key, base_url=base, max_retries=0, http_client=_async_transport(), **extra
+            )
+            per_loop[ident] = client
         return client
 
     # -- calls -----------------------------------------------------------------------------
@@ -119,7 +127,7 @@ class OpenAIBackend:
     async def acomplete(self, req: Request) -> tuple[dict[str, Any], float | None]:
         import httpx2
 
-        response = await self._aclient(req).post(
+        response = await (await self._aclient(req)).post(
             "/chat/completions", body=self._body(req), cast_to=httpx2.Response, options=self._options(req)
         )
         return response.json(), None
@@ -144,7 +152,7 @@ class OpenAIBackend:
     async def astream(self, req: Request) -> AsyncIterator[dict[str, Any]]:
         import openai
 
-        stream = await self._aclient(req).post(
+        stream = await (await self._aclient(req)).post(
             "/chat/completions",
             body=self._body(req, stream=True),
             cast_to=dict,
@@ -157,6 +165,30 @@ class OpenAIBackend:
                 yield chunk
         finally:
             await stream.close()
+
+
+def _async_transport() -> Any:
+    """The SDK's aiohttp-backed transport when aiohttp is installed (it is a litellm dependency).
+
+    httpx's async connection pool rescans every connection on each request, which costs far
+    more than the request itself at 64+ concurrent calls; aiohttp's pool does not."""
+    import openai
+
+    try:
+        return openai.DefaultAioHttpClient()
+    except Exception:  # aiohttp missing: the SDK's default httpx transport
+        return None
+
+
+async def _close_at_loop_shutdown(clients: dict[Any, Any]) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        for key, client in list(clients.items()):
+            if key != "__closer__":
+                with contextlib.suppress(Exception):
+                    await client.close()
+        clients.clear()
 
 
 _backend: OpenAIBackend | None = None
