@@ -165,3 +165,22 @@ def run_sigform(module: str, *args: str, stdin: str | None = None, timeout: floa
     env = child_env({"PYTHONPATH": str(ROOT)})
     return run_json([sys.executable, "-m", f"benchmarks.{module}", *args], stdin=stdin, timeout=timeout,
                     cwd=ROOT, env=env)
+
+
+def profile_top(fn: Callable[[], Any], calls: int = 200, top: int = 18) -> str:
+    """The top cumulative entries of a cProfile of ``calls`` calls of ``fn`` (for slow paths)."""
+    import cProfile
+    import io
+    import pstats
+
+    fn()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        fn()
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(top)
+    text = out.getvalue()
+    start = text.find("   ncalls")
+    return text[start:].rstrip() if start >= 0 else text.rstrip()
