@@ -18,6 +18,7 @@ import os
 import pickle
 import queue
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ logger = logging.getLogger("sigform.lm")
 
 DEFAULT_SIZE_LIMIT = 1 << 30
 DEFAULT_MEMORY_ENTRIES = 4096
+_BATCH_WAIT = 0.02
 
 
 def cache_directory() -> Path:
@@ -102,13 +104,16 @@ class ResponseCache:
                 self._pending[key] = blob
             _writer.put(self, key, blob)
 
-    def _write(self, key: str, blob: bytes) -> None:
+    def _write_many(self, items: list[tuple[str, bytes]]) -> None:
         disk = self._disk_cache()
         if disk is not None:
-            disk.set(key, blob)
+            with disk.transact():
+                for key, blob in items:
+                    disk.set(key, blob)
         with self._lock:
-            if self._pending.get(key) is blob:
-                del self._pending[key]
+            for key, blob in items:
+                if self._pending.get(key) is blob:
+                    del self._pending[key]
 
     def flush(self) -> None:
         """Wait until every pending disk write is done."""
@@ -167,15 +172,25 @@ class _DiskWriter:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            batch = [self._queue.get()]
+            time.sleep(_BATCH_WAIT)  # gather a burst: one transaction per batch, not per entry
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
             try:
-                if item is not None:
-                    cache, key, blob = item
-                    cache._write(key, blob)
+                by_cache: dict[int, list[tuple[ResponseCache, str, bytes]]] = {}
+                for item in batch:
+                    if item is not None:
+                        by_cache.setdefault(id(item[0]), []).append(item)
+                for items in by_cache.values():
+                    items[0][0]._write_many([(key, blob) for _, key, blob in items])
             except Exception:
-                logger.warning("sigform: could not write a disk-cache entry", exc_info=True)
+                logger.warning("sigform: could not write disk-cache entries", exc_info=True)
             finally:
-                self._queue.task_done()
+                for _ in batch:
+                    self._queue.task_done()
 
     def flush(self) -> None:
         if self._thread is not None and self._thread is not threading.current_thread():
