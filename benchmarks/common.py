@@ -167,7 +167,7 @@ def run_sigform(module: str, *args: str, stdin: str | None = None, timeout: floa
                     cwd=ROOT, env=env)
 
 
-def profile_top(fn: Callable[[], Any], calls: int = 200, top: int = 18) -> str:
+def profile_top(fn: Callable[[], Any], calls: int = 200, top: int = 18, sort: str = "cumulative") -> str:
     """The top cumulative entries of a cProfile of ``calls`` calls of ``fn`` (for slow paths)."""
     import cProfile
     import io
@@ -180,7 +180,7 @@ def profile_top(fn: Callable[[], Any], calls: int = 200, top: int = 18) -> str:
         fn()
     profiler.disable()
     out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(top)
+    pstats.Stats(profiler, stream=out).sort_stats(sort).print_stats(top)
     text = out.getvalue()
     start = text.find("   ncalls")
     return text[start:].rstrip() if start >= 0 else text.rstrip()

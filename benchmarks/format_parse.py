@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from benchmarks.adapters_speed import bench_sigform, case
-from benchmarks.common import Row, Section, run_dspy, speedup
+from benchmarks.common import Row, Section, median, run_dspy, speedup
 
 ADAPTERS = ("chat", "json", "xml")
 SIZES = ("small", "large")
@@ -37,12 +37,23 @@ def cases_json() -> str:
     return json.dumps(out)
 
 
-def run(repeats: int = 300, with_dspy: bool = True) -> Section:
+def _median_of(rounds: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    if not rounds:
+        return {}
+    first = rounds[0]
+    return {key: {part: median([r[key][part] for r in rounds]) for part in first[key]} for key in first}
+
+
+def run(repeats: int = 300, rounds: int = 3, with_dspy: bool = True) -> Section:
+    """Alternate rounds of sigform (this process) and DSPy (a child per round); medians of rounds."""
     section = Section("format_parse")
-    ours = {f"{a}/{s}": bench_sigform(a, s, repeats) for a in ADAPTERS for s in SIZES}
-    theirs: dict[str, Any] = {}
-    if with_dspy:
-        theirs = run_dspy("format_parse.py", str(repeats), stdin=cases_json())
+    ours_rounds: list[dict[str, dict[str, float]]] = []
+    theirs_rounds: list[dict[str, dict[str, float]]] = []
+    for _ in range(rounds):
+        ours_rounds.append({f"{a}/{s}": bench_sigform(a, s, repeats) for a in ADAPTERS for s in SIZES})
+        if with_dspy:
+            theirs_rounds.append(run_dspy("format_parse.py", str(repeats), stdin=cases_json()))
+    ours, theirs = _median_of(ours_rounds), _median_of(theirs_rounds)
     for key, mine in ours.items():
         adapter, size = key.split("/")
         other = theirs.get(key, {})
@@ -56,5 +67,5 @@ def run(repeats: int = 300, with_dspy: bool = True) -> Section:
                 target=f">= {target:g}x faster" if (target and is_total) else "",
                 met=(ratio >= target) if (target and is_total and ratio is not None) else None,
             ))
-    section.details = {"sigform": ours, "dspy": theirs, "repeats": repeats}
+    section.details = {"sigform": ours, "dspy": theirs, "repeats": repeats, "rounds": rounds}
     return section

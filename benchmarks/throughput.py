@@ -1,0 +1,110 @@
+"""5. Throughput: 500 Predict calls, 64 at a time, against the fake with 50 ms latency.
+
+sigform: ``await program.abatch(examples, concurrency=64)`` (native async) and
+``program.batch(examples, num_threads=64)`` (threads). DSPy (``dspy_side/throughput.py``):
+``asyncio.gather`` of ``program.acall`` under a 64-slot semaphore, and ``program.batch(...,
+num_threads=64)`` (its Parallel executor). Cache off, temperature 0, default clients.
+
+The ideal time is ``ceil(500 / 64) * 50 ms`` = 400 ms: every wave of 64 calls costs exactly the
+server latency. Reported as wall seconds, calls per second, the ratio to DSPy's throughput
+(async with async, threads with threads) and sigform's ratio to the ideal. Rounds alternate
+between the sides; medians over rounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import Any
+
+from benchmarks.adapters_speed import Small
+from benchmarks.common import Row, Section, median, profile_top, run_dspy, speedup
+from benchmarks.fake_server import FakeServer
+
+CHAT_REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
+
+
+def _program(api_base: str) -> Any:
+    import sigform as sf
+
+    lm = sf.LM("openai/gpt-4o-mini", api_base=api_base, api_key="k", cache=False, temperature=0.0)
+    return sf.Predict(Small, lm=lm, adapter=sf.ChatAdapter())
+
+
+def sigform_round(api_base: str, n: int, concurrency: int) -> dict[str, float]:
+    """Wall seconds of ``abatch`` and of threaded ``batch`` for ``n`` calls (fresh program each)."""
+    examples = [{"question": f"Question {i}?"} for i in range(n)]
+    program = _program(api_base)
+
+    async def run_async() -> float:
+        await program.acall(question="warm up")
+        start = time.perf_counter()
+        out = await program.abatch(examples, concurrency=concurrency, max_errors=0, progress=False)
+        elapsed = time.perf_counter() - start
+        assert all(p.answer == "Paris" for p in out)
+        return elapsed
+
+    result = {"async": asyncio.run(run_async())}
+    program = _program(api_base)
+    program(question="warm up")
+    start = time.perf_counter()
+    out = program.batch(examples, num_threads=concurrency, max_errors=0, progress=False)
+    result["batch_threads"] = time.perf_counter() - start
+    assert all(p.answer == "Paris" for p in out)
+    return result
+
+
+def run(n: int = 500, concurrency: int = 64, latency: float = 0.05, rounds: int = 3,
+        with_dspy: bool = True) -> Section:
+    section = Section("throughput")
+    ideal = math.ceil(n / concurrency) * latency
+    ours: dict[str, list[float]] = {"async": [], "batch_threads": []}
+    theirs: dict[str, list[float]] = {"async": [], "batch_threads": []}
+    with FakeServer(CHAT_REPLY, latency=latency) as server:
+        for _ in range(rounds):
+            for key, value in sigform_round(server.api_base, n, concurrency).items():
+                ours[key].append(value)
+            if with_dspy:
+                raw = run_dspy("throughput.py", server.api_base, str(n), str(concurrency))
+                for key, value in raw.items():
+                    theirs[key].append(value)
+        mine = {k: median(v) for k, v in ours.items()}
+        other = {k: median(v) for k, v in theirs.items() if v}
+        profile = None
+        if any(mine[k] > 1.3 * ideal for k in mine) or any(
+            k in other and other[k] / mine[k] < 2 for k in mine
+        ):
+            program = _program(server.api_base)
+            examples = [{"question": f"Q{i}"} for i in range(n)]
+
+            def once() -> None:
+                asyncio.run(program.abatch(examples, concurrency=concurrency, progress=False))
+
+            profile = profile_top(once, calls=1) + "\n\n" + profile_top(once, calls=1, sort="tottime")
+    section.rows.append(Row("5 throughput", f"ideal: ceil({n}/{concurrency}) x {latency * 1e3:.0f} ms", "s",
+                            ideal, None, None, ratio_desc=""))
+    for key, label, theirs_label in (
+        ("async", "sigform abatch", "DSPy acall + gather"),
+        ("batch_threads", "sigform batch (threads)", "DSPy batch/Parallel"),
+    ):
+        t_mine, t_other = mine[key], other.get(key)
+        ratio = speedup(t_mine, t_other)
+        section.rows.append(Row(
+            "5 throughput", f"{n} calls @{concurrency}: {label} vs {theirs_label}", "s",
+            t_mine, t_other, ratio,
+            ratio_desc="sigform calls/s / DSPy calls/s", target=">= 2x DSPy",
+            met=(ratio >= 2) if ratio is not None else None,
+        ))
+        section.rows.append(Row(
+            "5 throughput", f"{label}: time / ideal", "s", t_mine, None, t_mine / ideal,
+            ratio_desc="sigform / ideal", target="<= 1.3x ideal", met=t_mine / ideal <= 1.3,
+        ))
+    section.details = {
+        "sigform_s": ours, "dspy_s": theirs, "ideal_s": ideal,
+        "calls_per_s": {"sigform": {k: n / v for k, v in mine.items()},
+                        "dspy": {k: n / v for k, v in other.items()}},
+    }
+    if profile:
+        section.details["sigform_abatch_profile"] = profile
+    return section
