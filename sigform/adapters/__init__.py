@@ -8,6 +8,10 @@
 Every adapter has ``format`` / ``parse`` / ``format_assistant``, ``run`` / ``arun`` (an
 :class:`AdapterResult`), ``__call__`` / ``acall`` (the output dicts) and ``stream_parser``.
 
+Tools: a signature with ``list[Tool]`` inputs and a ``ToolCalls`` output uses native function
+calling when the LM supports it, and tools described in the prompt otherwise (see
+:mod:`sigform.adapters.native_tools`; ``native_tools=False`` on any adapter forces the prompt).
+
 Duplicate-field rule, the same in every adapter: a field given more than once is accepted when
 every non-empty occurrence carries the same value; different values are a
 :class:`~sigform.errors.StructureError`, never a guess. (In chat, text after

@@ -14,6 +14,10 @@ The call loop is written once as a generator that yields LM requests, driven by 
    get their own clear error: asking the same way again would not help;
 5. with ``n > 1`` only the failed candidates are retried. The final error names the adapters
    tried, every failing field, and keeps every raw completion.
+
+Tools: a signature with tool inputs and a ``ToolCalls`` output goes through native function
+calling when the LM supports it (see :mod:`sigform.adapters.native_tools`); the prompt is then
+written for the signature's text part and the native calls fill the ``ToolCalls`` outputs.
 """
 
 from __future__ import annotations
@@ -31,6 +35,13 @@ from sigform.adapters.extraction import Extracted, extract
 from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.adapters.messages import MediaCollector, assemble
 from sigform.adapters.names import FieldMatcher
+from sigform.adapters.native_tools import (
+    TextSignature,
+    calls_text,
+    native_signature,
+    outputs_with_calls,
+    request_tools,
+)
 from sigform.adapters.result import AdapterResult, Slot, final_error
 from sigform.adapters.templating import TemplateSet
 from sigform.errors import ContextWindowError, FieldError, FieldValueError, ParseError, StructureError
@@ -70,6 +81,8 @@ class Adapter:
         max_reasks: how many times a candidate whose values do not validate is asked again.
         fallback: the adapter tried when the answer's structure is wrong (``False``: none;
             ``None``: the adapter's default, JSONAdapter for ChatAdapter).
+        native_tools: send tool inputs natively and read ``ToolCalls`` outputs from native tool
+            calls when the LM supports tools (``False``: always describe tools in the prompt).
     """
 
     name: ClassVar[str] = "Adapter"
@@ -83,11 +96,13 @@ class Adapter:
         template_dir: str | os.PathLike[str] | None = None,
         max_reasks: int = 1,
         fallback: Adapter | bool | None = None,
+        native_tools: bool = True,
     ) -> None:
         if not isinstance(max_reasks, int) or max_reasks < 0:
             raise ValueError(f"max_reasks must be a non-negative integer, got {max_reasks!r}")
         self.templates = TemplateSet(self.template_folder, templates, template_dir)
         self.max_reasks = max_reasks
+        self.native_tools = native_tools
         self._fallback_option = fallback
         self._system_cache = SigCache()
         self._matchers = SigCache()
@@ -112,13 +127,28 @@ class Adapter:
         cached = self._system_cache.get(signature)
         if cached is None:
             inputs, outputs = field_views(signature)
-            cached = self.templates.render(
-                "system",
-                inputs=[v for v in inputs if v.kind != "history"],
-                outputs=outputs,
-                instructions=signature.instructions,
-                **self.system_context(signature, outputs),
-            )
+            shown = [v for v in inputs if v.kind != "history"]
+            native = isinstance(signature, TextSignature)
+            if native and not outputs:  # the tool calls are the whole answer
+                cached = self.templates.render(
+                    "native_tools_system",
+                    inputs=shown,
+                    instructions=signature.instructions,
+                    calls=signature.call_outputs,
+                )
+            else:
+                cached = self.templates.render(
+                    "system",
+                    inputs=shown,
+                    outputs=outputs,
+                    instructions=signature.instructions,
+                    **self.system_context(signature, outputs),
+                )
+            if native and outputs:
+                note = self.templates.render(
+                    "native_tools_note", calls=signature.call_outputs, outputs=outputs
+                )
+                cached = f"{cached}\n\n{note}"
             self._system_cache.put(signature, cached)
         return cached
 
@@ -136,6 +166,9 @@ class Adapter:
         missing: Sequence[str] = (),
     ) -> Message:
         """A user message holding ``values`` of the input fields ``views`` (media as parts)."""
+        tools_only = main and isinstance(signature, TextSignature) and not signature.output_fields
+        if tools_only:  # no output to ask for: the request line asks for tool calls instead
+            main = False
         media = MediaCollector()
         texts = [media.value_text(values[v.name], v, self.render_input) for v in views]
         pieces = None if self.templates.overridden else self._user_pieces(signature, views, main, missing)
@@ -147,6 +180,8 @@ class Adapter:
             text = "".join(out).strip()
         else:
             text = self._render_user(signature, views, texts, main, missing)
+        if tools_only:
+            text = f"{text}\n\n{self.templates.render('native_tools_request')}"
         return {"role": "user", "content": media.content(text)}
 
     def _render_user(
@@ -303,14 +338,30 @@ class Adapter:
     def request_kwargs(
         self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """Keyword arguments of the LM request. Extension point: subclasses add ``stop`` or
-        ``response_format``; native tools will add ``tools`` here from the signature and inputs."""
-        return dict(lm_kwargs)
+        """Keyword arguments of the LM request. Extension point: subclasses call this first, then
+        add ``stop`` or ``response_format``. For a :class:`TextSignature` (tools going natively)
+        the request's ``tools`` are the tool inputs' tools, then the caller's own ``tools``."""
+        kwargs = dict(lm_kwargs)
+        if isinstance(signature, TextSignature):
+            kwargs["tools"] = request_tools(signature.original, inputs, lm_kwargs.get("tools"))
+        return kwargs
 
     def outputs_from_completion(self, signature: Any, completion: Completion) -> dict[str, Any]:
-        """Typed outputs of one completion. Extension point: native features (tool calls into a
-        ``ToolCalls`` output, native reasoning) are merged here around :meth:`parse`."""
+        """Typed outputs of one completion. Extension point: with tools going natively (a
+        :class:`TextSignature`), the native tool calls fill the ``ToolCalls`` outputs and the
+        other outputs are parsed from the text (rules in :mod:`sigform.adapters.native_tools`)."""
+        if isinstance(signature, TextSignature):
+            return outputs_with_calls(self, signature, completion)
         return self.parse(signature, completion.text)
+
+    def prompt_signature(
+        self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
+    ) -> Any:
+        """The signature the prompt is written for: ``signature``, or its :class:`TextSignature`
+        when tools go natively (``native_tools`` on, ``lm.supports("tools")``, tools given)."""
+        if not self.native_tools:
+            return signature
+        return native_signature(lm, signature, inputs, lm_kwargs) or signature
 
     def fallback_adapter(self) -> Adapter | None:
         """The adapter tried after a structural failure (``None``: no fallback)."""
@@ -346,9 +397,12 @@ class Adapter:
         text = self.templates.render(
             "reask", errors=error.errors, outputs=field_views(signature)[1], summary=error.summary
         )
+        answer = completion.text
+        if completion.tool_calls and not (answer or "").strip():
+            answer = calls_text(completion)  # an empty assistant turn is rejected by some providers
         return [
             *messages,
-            {"role": "assistant", "content": completion.text},
+            {"role": "assistant", "content": answer},
             {"role": "user", "content": text},
         ]
 
@@ -402,6 +456,7 @@ class Adapter:
         lm_kwargs: Mapping[str, Any],
         state: _RunState,
     ) -> Generator[Request, Any, list[Slot]]:
+        signature = self.prompt_signature(lm, signature, inputs, lm_kwargs)
         messages = self.format(signature, demos, inputs)
         kwargs = self.request_kwargs(lm, signature, inputs, lm_kwargs)
         completions = yield from self._send(lm, state, Request(messages, kwargs))

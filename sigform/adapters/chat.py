@@ -65,7 +65,7 @@ class ChatAdapter(Adapter):
     def request_kwargs(
         self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
     ) -> dict[str, Any]:
-        kwargs = dict(lm_kwargs)
+        kwargs = super().request_kwargs(lm, signature, inputs, lm_kwargs)
         if self.use_stop and "stop" not in kwargs and lm.supports("stop"):
             kwargs["stop"] = [COMPLETED_MARKER]
         return kwargs

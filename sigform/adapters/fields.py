@@ -70,6 +70,8 @@ def value_kind(base: Any) -> str:
             return "media"
         if name == "History":
             return "history"
+        if name == "ToolCalls":  # arguments are free JSON: nested XML elements would lose their types
+            return "other"
     if is_model_type(base):
         return "model"
     origin = origin_of(base)

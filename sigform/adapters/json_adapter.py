@@ -127,9 +127,9 @@ class JSONAdapter(Adapter):
     def request_kwargs(
         self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
     ) -> dict[str, Any]:
-        kwargs = dict(lm_kwargs)
-        if "response_format" in kwargs:  # the caller decided
-            return kwargs
+        kwargs = super().request_kwargs(lm, signature, inputs, lm_kwargs)
+        if "response_format" in kwargs or not signature.output_fields:
+            return kwargs  # the caller decided, or only native tool calls are asked for
         kwargs["__modes__"] = self.modes_for(lm)
         kwargs["__signature__"] = signature
         return kwargs

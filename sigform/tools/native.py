@@ -1,4 +1,4 @@
-"""The tools side of native function calling for adapters (``list[Tool]`` inputs, ``ToolCalls`` outputs).
+"""The tools side of native function calling (``list[Tool]`` inputs, ``ToolCalls`` outputs).
 
 A signature may take tools as an input and give tool calls as an output::
 
@@ -7,10 +7,12 @@ A signature may take tools as an input and give tool calls as an output::
         tools: list[sf.Tool] = sf.InputField()
         calls: sf.ToolCalls = sf.OutputField()
 
-When the LM supports native tools, an adapter puts :func:`request_tools` into the request's
-``tools`` and reads the completion's native calls with :func:`calls_from_completion`; otherwise the
-tools are written in the prompt (``Tool.__sigform_render__``) and ``ToolCalls`` is parsed from text
-like any other output. Nothing here imports the adapters, so they can call it lazily.
+Every adapter handles this itself (:mod:`sigform.adapters.native_tools`): with an LM that
+supports tools, the tools go in the request's ``tools`` and the completion's native calls become
+the ``ToolCalls`` output; otherwise the tools are written in the prompt
+(``Tool.__sigform_render__``) and ``ToolCalls`` is parsed from text like any other output. The
+adapters recognise a :class:`Tool` by its ``__sigform_tool__`` marker, since they cannot import
+this package. The helpers below give the same request tools and calls for code outside an adapter.
 """
 
 from __future__ import annotations
@@ -36,17 +38,19 @@ def tools_in_inputs(signature: Any, inputs: Mapping[str, Any]) -> list[Tool]:
 
 def tool_call_fields(signature: Any) -> list[str]:
     """Names of the output fields typed :class:`sigform.types.ToolCalls`."""
-    from sigform.types import ToolCalls
+    from sigform.adapters.native_tools import tool_call_outputs
 
-    return [name for name, spec in signature.output_fields.items() if spec.annotation is ToolCalls]
+    return list(tool_call_outputs(signature))
 
 
 def request_tools(signature: Any, inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The request's ``tools`` (OpenAI shape; litellm translates) when the signature asks for tool
-    calls and the inputs hold tools; empty otherwise."""
+    calls and the inputs hold tools; empty otherwise (the same list the adapters send)."""
+    from sigform.adapters.native_tools import request_tools as adapter_request_tools
+
     if not tool_call_fields(signature):
         return []
-    return [tool.to_openai() for tool in tools_in_inputs(signature, inputs)]
+    return adapter_request_tools(signature, inputs)
 
 
 def calls_from_completion(signature: Any, completion: Completion) -> dict[str, Any]:

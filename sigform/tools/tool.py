@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Union
+from typing import Any, ClassVar, Union
 
 from pydantic import BaseModel
 
@@ -63,6 +63,9 @@ class Tool:
         describe: ``(args) -> str``, the human-readable text shown when asking for approval.
         safe: the tool may run concurrently with other safe calls (when the agent allows it).
     """
+
+    # adapters recognise tools by this marker (they cannot import sigform.tools: it builds on them)
+    __sigform_tool__: ClassVar[bool] = True
 
     def __init__(
         self,
