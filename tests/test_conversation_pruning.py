@@ -23,7 +23,8 @@ def conversations(draw: Any) -> tuple[list[Message], Layout, list[int]]:
     demos = draw(st.integers(0, 3))
     messages: list[Message] = [{"role": "system", "content": "You answer questions."}]
     for d in range(demos):
-        messages += [{"role": "user", "content": f"demo q{d}"}, {"role": "assistant", "content": f"demo a{d}"}]
+        messages.append({"role": "user", "content": f"demo q{d}"})
+        messages.append({"role": "assistant", "content": f"demo a{d}"})
     prefix = len(messages)
     n_units = draw(st.integers(0, 25))
     call_no = 0
@@ -93,7 +94,8 @@ def test_pruning_properties(
     assert out[:p] == messages[:p]
     assert out[-1] == messages[-1]
     # marker present iff something was dropped
-    has_marker = len(out) > p and str(out[p]["content"]).endswith("omitted to fit the model's context window.]")
+    tail = "omitted to fit the model's context window.]"
+    has_marker = len(out) > p and str(out[p]["content"]).endswith(tail)
     assert has_marker == (report is not None)
     kept = out[p + 1 : -1] if has_marker else out[p:-1]
     # the kept turns are the most recent ones, in order, unchanged
@@ -183,7 +185,7 @@ def test_a_tool_call_is_dropped_together_with_all_its_results() -> None:
 def test_prefix_and_request_too_big_is_a_clear_context_window_error() -> None:
     messages, layout = _chat(2)
     counts = [500] + [1] * (len(messages) - 2) + [600]
-    with pytest.raises(ContextWindowError, match="alone take 1100 tokens.*all 4 earlier turn"):
+    with pytest.raises(ContextWindowError, match=r"alone take 1100 tokens.*all 4 earlier turn"):
         prune(messages, layout, counts, budget=1000)
 
 
