@@ -9,19 +9,25 @@ Secrets never appear here: LM errors carry the provider's message, never request
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sigform.predict.batch import Failure
 
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
+    "BatchError",
     "ContextWindowError",
     "FieldError",
     "FieldValueError",
     "InputError",
+    "JSONTextError",
     "LMError",
     "LMTimeoutError",
     "LocalModelError",
     "ParseError",
+    "ProgramStateError",
     "ProviderError",
     "RateLimitError",
     "SigformError",
@@ -119,6 +125,11 @@ class ParseError(SigformError):
         return err
 
 
+class JSONTextError(SigformError, ValueError):
+    """Text holds no single readable JSON value (cut off, or invalid even after repair); raised by
+    :func:`sigform.types.parse_json_text`. The message says why."""
+
+
 class StructureError(ParseError):
     """The completion did not follow the requested format (markers, JSON object, tags missing)."""
 
@@ -141,6 +152,23 @@ class ToolArgumentsError(ToolError):
         self.errors: list[FieldError] = list(errors or [])
         lines = [message, *(f"  - {e}" for e in self.errors)]
         super().__init__("\n".join(lines))
+
+
+class BatchError(SigformError):
+    """More than ``max_errors`` examples of a batch failed; the batch stopped.
+
+    ``results`` holds the predictions finished so far (``None`` elsewhere), ``failures`` every
+    failure recorded (:class:`sigform.predict.Failure`: index, example, error).
+    """
+
+    def __init__(self, message: str, *, results: list[Any], failures: list[Failure]) -> None:
+        self.results = results
+        self.failures = failures
+        super().__init__(message)
+
+
+class ProgramStateError(SigformError, ValueError):
+    """Saved program state does not fit the program it is loaded into (or is malformed)."""
 
 
 class LMError(SigformError):

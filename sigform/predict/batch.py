@@ -17,7 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import Any
 
-from sigform.errors import SigformError, shorten
+from sigform.errors import BatchError, shorten
 from sigform.lm.interface import Usage
 from sigform.predict.example import Example, Record
 from sigform.predict.executors import Executor, ThreadExecutor, as_executor
@@ -42,19 +42,6 @@ class Failure:
 
     def __str__(self) -> str:
         return f"#{self.index}: {type(self.error).__name__}: {shorten(str(self.error), 200)}"
-
-
-class BatchError(SigformError):
-    """More than ``max_errors`` examples failed; the batch stopped.
-
-    ``results`` holds the predictions finished so far (``None`` elsewhere), ``failures`` every
-    failure recorded.
-    """
-
-    def __init__(self, message: str, *, results: list[Any], failures: list[Failure]) -> None:
-        self.results = results
-        self.failures = failures
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sigform.errors import SigformError, SignatureError
+from sigform.errors import ProgramStateError, SignatureError
 from sigform.predict.example import Example, as_example
 
 if TYPE_CHECKING:
@@ -31,10 +31,6 @@ __all__ = ["FORMAT", "VERSION", "ProgramStateError", "dump_program", "load_progr
 
 FORMAT = "sigform.program"
 VERSION = 1
-
-
-class ProgramStateError(SigformError, ValueError):
-    """Saved program state does not fit the program it is loaded into (or is malformed)."""
 
 
 def _jsonable(value: Any, where: str) -> Any:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from sigform.errors import JSONTextError
+
 __all__ = ["JSONTextError", "parse_json_text"]
-
-
-class JSONTextError(ValueError):
-    """``text`` holds no single readable JSON value; the message says why (cut off, invalid, ...)."""
 
 
 def parse_json_text(text: str) -> Any:

@@ -1,0 +1,75 @@
+"""The one exception hierarchy: every error class sigform defines is a SigformError."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import sigform
+import sigform.errors as errors
+from sigform.errors import LMError, SigformError
+
+# modules that import optional or heavy things (the local model's server, provider fakes) are
+# skipped when they cannot be imported here; everything else must import
+_OPTIONAL = ("sigform.local", "sigform.testing.providers", "sigform.cli")
+
+
+def _all_modules() -> list[object]:
+    out = []
+    for info in pkgutil.walk_packages(sigform.__path__, "sigform."):
+        if info.name.endswith(".__main__"):  # running it would start the command line
+            continue
+        try:
+            out.append(importlib.import_module(info.name))
+        except ImportError:
+            if not info.name.startswith(_OPTIONAL):
+                raise
+    return out
+
+
+def test_every_exception_class_in_sigform_is_a_sigform_error() -> None:
+    internal = {"sigform.types.coercion._plan.Invalid"}  # never escapes coerce()
+    offenders = []
+    for module in _all_modules():
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            if not issubclass(obj, BaseException) or not obj.__module__.startswith("sigform"):
+                continue
+            if issubclass(obj, Warning):  # warnings are issued, not raised
+                continue
+            name = f"{obj.__module__}.{obj.__qualname__}"
+            if name not in internal and not issubclass(obj, SigformError):
+                offenders.append(name)
+    assert sorted(set(offenders)) == []
+
+
+def test_errors_module_lists_its_classes() -> None:
+    defined = {
+        name
+        for name, obj in inspect.getmembers(errors, inspect.isclass)
+        if issubclass(obj, BaseException) and obj.__module__ == "sigform.errors"
+    }
+    assert defined <= set(errors.__all__)
+
+
+def test_moved_errors_keep_their_old_import_paths() -> None:
+    from sigform.predict import BatchError as from_predict
+    from sigform.predict.batch import BatchError as from_batch
+    from sigform.predict.persistence import ProgramStateError as from_persistence
+    from sigform.types.json_text import JSONTextError as from_json_text
+
+    assert from_predict is from_batch is errors.BatchError
+    assert from_persistence is errors.ProgramStateError
+    assert from_json_text is errors.JSONTextError
+    assert issubclass(errors.ProgramStateError, ValueError) and issubclass(errors.JSONTextError, ValueError)
+
+
+def test_batch_error_keeps_results_and_failures() -> None:
+    err = errors.BatchError("stopped", results=[None, 1], failures=["f"])  # type: ignore[list-item]
+    assert (err.results, err.failures, str(err)) == ([None, 1], ["f"], "stopped")
+
+
+def test_script_error_is_a_sigform_error_but_not_an_lm_error() -> None:
+    from sigform.testing import ScriptError
+
+    assert issubclass(ScriptError, SigformError) and not issubclass(ScriptError, LMError)
