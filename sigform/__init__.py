@@ -20,9 +20,14 @@ imports litellm; the first attribute access loads the module that defines the na
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# a library never prints through logging's last-resort handler: sigform's log records (every
+# "sigform.*" logger propagates here) stay silent unless the application configures logging
+logging.getLogger("sigform").addHandler(logging.NullHandler())
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
@@ -41,12 +46,23 @@ _EXPORTS: dict[str, str] = {
     "History": "sigform.types",
     "Reasoning": "sigform.types",
     "ToolCalls": "sigform.types",
+    "Media": "sigform.types",
+    "iter_media": "sigform.types",
+    "coerce_fields": "sigform.types",
+    "describe_type": "sigform.types",
+    "TypeDescription": "sigform.types",
+    "json_schema": "sigform.types",
+    "strict_json_schema": "sigform.types",
+    "type_name": "sigform.types",
+    "resolve_type_name": "sigform.types",
     # adapters
     "Adapter": "sigform.adapters",
     "ChatAdapter": "sigform.adapters",
     "JSONAdapter": "sigform.adapters",
     "XMLAdapter": "sigform.adapters",
     "TwoStepAdapter": "sigform.adapters",
+    "AdapterResult": "sigform.adapters",
+    "FieldDelta": "sigform.adapters",
     # language models
     "LM": "sigform.lm",
     "Completion": "sigform.lm.interface",
@@ -66,6 +82,8 @@ _EXPORTS: dict[str, str] = {
     "BestOfN": "sigform.predict",
     "Refine": "sigform.predict",
     "majority": "sigform.predict",
+    "track_usage": "sigform.predict",
+    "Failure": "sigform.predict",
     # tools
     "Tool": "sigform.tools",
     "CommandTool": "sigform.tools",
@@ -86,6 +104,10 @@ _EXPORTS: dict[str, str] = {
     "BadRequestError": "sigform.errors",
     "LMTimeoutError": "sigform.errors",
     "ProviderError": "sigform.errors",
+    "ToolError": "sigform.errors",
+    "ToolArgumentsError": "sigform.errors",
+    "BatchError": "sigform.errors",
+    "ProgramStateError": "sigform.errors",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -105,10 +127,19 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
-    from sigform.adapters import Adapter, ChatAdapter, JSONAdapter, TwoStepAdapter, XMLAdapter
+    from sigform.adapters import (
+        Adapter,
+        AdapterResult,
+        ChatAdapter,
+        FieldDelta,
+        JSONAdapter,
+        TwoStepAdapter,
+        XMLAdapter,
+    )
     from sigform.errors import (
         AuthenticationError,
         BadRequestError,
+        BatchError,
         ContextWindowError,
         FieldError,
         FieldValueError,
@@ -116,11 +147,14 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         LMError,
         LMTimeoutError,
         ParseError,
+        ProgramStateError,
         ProviderError,
         RateLimitError,
         SigformError,
         SignatureError,
         StructureError,
+        ToolArgumentsError,
+        ToolError,
     )
     from sigform.hooks import Callback
     from sigform.lm import LM, inspect_history
@@ -129,11 +163,13 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         BestOfN,
         ChainOfThought,
         Example,
+        Failure,
         Module,
         Predict,
         Prediction,
         Refine,
         majority,
+        track_usage,
     )
     from sigform.settings import configure, context
     from sigform.signatures import InputField, OutputField, Signature, make_signature
@@ -143,9 +179,18 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         File,
         History,
         Image,
+        Media,
         Reasoning,
         ToolCalls,
+        TypeDescription,
         coerce,
+        coerce_fields,
+        describe_type,
+        iter_media,
+        json_schema,
         render_value,
+        resolve_type_name,
+        strict_json_schema,
         type_hint,
+        type_name,
     )

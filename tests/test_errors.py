@@ -6,6 +6,8 @@ import importlib
 import inspect
 import pkgutil
 
+import pytest
+
 import sigform
 import sigform.errors as errors
 from sigform.errors import LMError, SigformError
@@ -73,3 +75,44 @@ def test_script_error_is_a_sigform_error_but_not_an_lm_error() -> None:
     from sigform.testing import ScriptError
 
     assert issubclass(ScriptError, SigformError) and not issubclass(ScriptError, LMError)
+
+
+@pytest.mark.parametrize("name", ["BatchError", "ProgramStateError", "ToolError", "ToolArgumentsError"])
+def test_errors_are_public_names(name: str) -> None:
+    assert getattr(sigform, name) is getattr(errors, name)
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [
+        *[(n, "sigform.adapters") for n in ("AdapterResult", "FieldDelta")],
+        *[
+            (n, "sigform.types")
+            for n in (
+                "coerce_fields",
+                "describe_type",
+                "TypeDescription",
+                "json_schema",
+                "strict_json_schema",
+                "type_name",
+                "resolve_type_name",
+                "Media",
+                "iter_media",
+            )
+        ],
+        *[(n, "sigform.predict") for n in ("track_usage", "Failure")],
+    ],
+)
+def test_integration_names_are_exported(name: str, module: str) -> None:
+    assert name in sigform.__all__
+    assert getattr(sigform, name) is getattr(importlib.import_module(module), name)
+
+
+def test_one_null_handler_on_the_package_logger() -> None:
+    import logging
+
+    handlers = logging.getLogger("sigform").handlers
+    assert any(isinstance(h, logging.NullHandler) for h in handlers)
+    import sigform.predict  # noqa: F401  (subpackages add no handler of their own)
+
+    assert not logging.getLogger("sigform.predict").handlers

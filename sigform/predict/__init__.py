@@ -7,8 +7,6 @@ Declare a signature, get a callable program, run it on one input or ten thousand
     qa.batch([{"question": q} for q in questions], num_threads=16)
 """
 
-import logging
-
 from sigform.predict.batch import BatchError, Failure
 from sigform.predict.best_of_n import BestOfN, Refine
 from sigform.predict.chain_of_thought import ChainOfThought
@@ -20,10 +18,6 @@ from sigform.predict.predict import Predict
 from sigform.predict.prediction import Completions, Prediction, PredictionMeta
 from sigform.predict.runstate import UsageTracker, track_usage
 from sigform.predict.voting import majority
-
-# a library never prints through logging's last-resort handler: failures logged here stay silent
-# unless the application configures logging
-logging.getLogger("sigform.predict").addHandler(logging.NullHandler())
 
 __all__ = [
     "BatchError",
