@@ -56,7 +56,11 @@ def test_py_typed_marker_ships():
 
 def test_ruff_clean():
     result = subprocess.run(
-        [shutil.which("ruff") or "ruff", "check", "--output-format", "concise", "sigform", "tests", "benchmarks"],
+        [
+            shutil.which("ruff") or "ruff",
+            *("check", "--output-format", "concise"),
+            *("sigform", "tests", "benchmarks"),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
