@@ -33,7 +33,7 @@ from pydantic_core import to_jsonable_python
 
 from sigform.adapters.extraction import Extracted, extract
 from sigform.adapters.fields import FieldView, SigCache, field_views
-from sigform.adapters.messages import MediaCollector, assemble
+from sigform.adapters.messages import MediaCollector, assemble_with_layout
 from sigform.adapters.names import FieldMatcher
 from sigform.adapters.native_tools import (
     TextSignature,
@@ -44,6 +44,7 @@ from sigform.adapters.native_tools import (
 )
 from sigform.adapters.result import AdapterResult, Slot, final_error
 from sigform.adapters.templating import TemplateSet
+from sigform.conversation import LAYOUT_KEY, Layout, asend, send
 from sigform.errors import ContextWindowError, FieldError, FieldValueError, ParseError, StructureError
 from sigform.hooks import emit
 from sigform.lm.interface import Completion, LMProtocol, Usage
@@ -118,9 +119,16 @@ class Adapter:
         self, signature: Any, demos: Sequence[Any] | None = None, inputs: Mapping[str, Any] | None = None
     ) -> list[Message]:
         """The chat messages for ``signature``, few-shot ``demos`` and ``inputs``."""
-        messages = assemble(self, signature, demos, inputs or {})
+        return self.format_with_layout(signature, demos, inputs)[0]
+
+    def format_with_layout(
+        self, signature: Any, demos: Sequence[Any] | None = None, inputs: Mapping[str, Any] | None = None
+    ) -> tuple[list[Message], Layout]:
+        """:meth:`format`, and which messages are the stable prefix (system, demos) and which
+        History turns may be pruned to fit the context window (see :mod:`sigform.conversation`)."""
+        messages, layout = assemble_with_layout(self, signature, demos, inputs or {})
         emit("format", adapter=self.name, signature=signature, messages=messages)
-        return messages
+        return messages, layout
 
     def system_message(self, signature: Any) -> str:
         """The system message of ``signature`` (rendered once per signature, then cached)."""
@@ -385,7 +393,7 @@ class Adapter:
         state.attempts += 1
         if state.first_messages is None:
             state.first_messages = request.messages
-            state.first_kwargs = request.kwargs
+            state.first_kwargs = {k: v for k, v in request.kwargs.items() if k != LAYOUT_KEY}
         if completions:
             state.usage = state.usage + completions[0].usage  # usage covers the whole request
         state.received.extend(completions)
@@ -457,8 +465,9 @@ class Adapter:
         state: _RunState,
     ) -> Generator[Request, Any, list[Slot]]:
         signature = self.prompt_signature(lm, signature, inputs, lm_kwargs)
-        messages = self.format(signature, demos, inputs)
+        messages, layout = self.format_with_layout(signature, demos, inputs)
         kwargs = self.request_kwargs(lm, signature, inputs, lm_kwargs)
+        kwargs[LAYOUT_KEY] = layout  # read by the driver: pruning and cache markers
         completions = yield from self._send(lm, state, Request(messages, kwargs))
         if not completions:
             raise StructureError("the LM returned no completion", adapter=self.name)
@@ -541,8 +550,8 @@ class Adapter:
             while True:
                 kwargs = dict(request.kwargs)
                 target = kwargs.pop("__lm__", lm)
-                try:
-                    completions = target(request.messages, **kwargs)
+                try:  # fitted to the context window, normalised for the provider, cache-marked
+                    completions = send(target, request.messages, kwargs)
                 except ContextWindowError:
                     gen.close()
                     raise
@@ -569,7 +578,7 @@ class Adapter:
                 kwargs = dict(request.kwargs)
                 target = kwargs.pop("__lm__", lm)
                 try:
-                    completions = await target.acall(request.messages, **kwargs)
+                    completions = await asend(target, request.messages, kwargs)
                 except ContextWindowError:
                     gen.close()
                     raise

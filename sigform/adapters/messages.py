@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 import regex
 
 from sigform.adapters.fields import FieldView, field_views
+from sigform.conversation.layout import Layout
 from sigform.errors import InputError
 
 if TYPE_CHECKING:
     from sigform.adapters.base import Adapter
 
-__all__ = ["MediaCollector", "assemble", "demo_to_dict"]
+__all__ = ["MediaCollector", "assemble", "assemble_with_layout", "demo_to_dict"]
 
 _TOKEN = "\x00sigform-media:{}\x00"
 _TOKEN_RE = regex.compile("\x00sigform-media:(\\d+)\x00")
@@ -98,17 +99,19 @@ def _history_turns(
     value: Any,
     inputs: Sequence[FieldView],
     outputs: Sequence[FieldView],
-) -> list[Message]:
+) -> list[list[Message]]:
+    """The history's messages, grouped into the units a pruner keeps or drops together."""
     if value is None:
         return []
     if getattr(value, "is_raw_turns", False):  # chat turns given as they are (tool calls included)
-        return [dict(turn) for turn in value.entries]
+        entries = value.entries
+        return [[dict(entries[i]) for i in unit] for unit in value.groups()]
     turns = getattr(value, "entries", value)
     if not isinstance(turns, Sequence) or isinstance(turns, (str, bytes)):
         raise InputError(
             f"input `{view.name}` must be a History (a list of turns); got {type(value).__name__}"
         )
-    out: list[Message] = []
+    out: list[list[Message]] = []
     for i, turn in enumerate(turns):
         data = demo_to_dict(turn, i)
         ins = [v for v in inputs if v.name in data]
@@ -118,12 +121,14 @@ def _history_turns(
                 f"history `{view.name}` turn #{i + 1} has none of the signature's fields "
                 f"({', '.join(v.name for v in (*inputs, *outputs))}); keys: {sorted(data)}"
             )
+        unit: list[Message] = []
         if ins:
-            out.append(adapter.user_message(signature, ins, data, main=False))
+            unit.append(adapter.user_message(signature, ins, data, main=False))
         if outs:
-            out.append(
+            unit.append(
                 {"role": "assistant", "content": adapter.assistant_text(signature, outs, data, complete=True)}
             )
+        out.append(unit)
     return out
 
 
@@ -131,6 +136,15 @@ def assemble(
     adapter: Adapter, signature: Any, demos: Sequence[Any] | None, inputs: Mapping[str, Any]
 ) -> list[Message]:
     """All messages of one request, in order: system, demos, history turns, the request."""
+    return assemble_with_layout(adapter, signature, demos, inputs)[0]
+
+
+def assemble_with_layout(
+    adapter: Adapter, signature: Any, demos: Sequence[Any] | None, inputs: Mapping[str, Any]
+) -> tuple[list[Message], Layout]:
+    """:func:`assemble`, and the request's :class:`~sigform.conversation.Layout`: system and
+    demos are the stable prefix, each History entry (a tool call with its results) one prunable
+    unit, the request itself last."""
     in_views, out_views = field_views(signature)
     history = [v for v in in_views if v.kind == "history"]
     plain = [v for v in in_views if v.kind != "history"] if history else list(in_views)
@@ -160,7 +174,11 @@ def assemble(
             f"missing input field(s) {', '.join(f'`{n}`' for n in absent)} for signature "
             f"{signature.signature!r}; got {sorted(inputs)}"
         )
+    prefix = len(messages)
+    units: list[tuple[int, ...]] = []
     for view in history:
-        messages.extend(_history_turns(adapter, signature, view, inputs[view.name], plain, out_views))
+        for unit in _history_turns(adapter, signature, view, inputs[view.name], plain, out_views):
+            units.append(tuple(range(len(messages), len(messages) + len(unit))))
+            messages.extend(unit)
     messages.append(adapter.user_message(signature, plain, inputs, main=True))
-    return messages
+    return messages, Layout(prefix, tuple(units))

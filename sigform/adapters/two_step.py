@@ -14,6 +14,7 @@ from sigform.adapters.base import Adapter, Request, _RunState
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView
 from sigform.adapters.result import AdapterResult
+from sigform.conversation import LAYOUT_KEY
 from sigform.errors import StructureError
 from sigform.lm.interface import LMProtocol
 
@@ -95,8 +96,8 @@ class TwoStepAdapter(Adapter):
         lm_kwargs: Mapping[str, Any],
     ) -> Generator[Request, Any, AdapterResult]:
         state = _RunState()
-        messages = self.format(signature, demos, inputs)
-        completions = yield from self._send(lm, state, Request(messages, dict(lm_kwargs)))
+        messages, layout = self.format_with_layout(signature, demos, inputs)
+        completions = yield from self._send(lm, state, Request(messages, {**lm_kwargs, LAYOUT_KEY: layout}))
         if not completions:
             raise StructureError("the LM returned no completion", adapter=self.name)
         extraction_sig = self.extraction_signature(signature)

@@ -199,11 +199,34 @@ def _remap_tool_ids(messages: list[Message], pattern: str, length: int) -> list[
     return out
 
 
+def _clean(messages: Sequence[Message], rules: ProviderRules) -> bool:
+    """True when no fix applies (one pass; the common case of adapter-built requests)."""
+    prev = None
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role == "tool" or (role == "system" and i > 0):
+            return False
+        if role == "assistant":
+            content = m.get("content")
+            if not (isinstance(content, str) and content.strip()) and _empty(content):
+                return False
+            if m.get("tool_calls"):
+                return False
+            if rules.user_first and prev in (None, "system"):
+                return False
+        if rules.alternate and role == prev and role in ("user", "assistant"):
+            return False
+        prev = role
+    return True
+
+
 def normalise(messages: Sequence[Message], provider: str | None = None) -> list[Message]:
     """``messages`` as a sequence ``provider`` accepts once litellm has translated it (see the
     module docstring). Content is merged, never dropped (empty assistant turns aside); the input
     list and its dicts are not modified."""
     rules = rules_for(provider)
+    if _clean(messages, rules):
+        return list(messages)
     out = _hoist_system(list(messages))
     out = _order_results(out)
     out = _drop_empty_assistant(out)

@@ -19,10 +19,12 @@ cancels (outputs are None); ``pred.trajectory.status`` says which.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sigform.conversation import LAYOUT_KEY, Layout, asend
 from sigform.errors import FieldValueError, InputError, SignatureError, ToolError
 from sigform.hooks import Callback
 from sigform.lm.interface import Completion, Usage
@@ -154,12 +156,16 @@ class _Run:
         ]
         self.kwargs = {**agent.config, **protocol.request_kwargs(self.signature, tools)}
         self.trajectory = Trajectory()
+        self.step_starts: list[int] = []  # index of each step's first message
         self.usage = Usage()
         self.last: Completion | None = None
 
     async def go(self) -> Prediction:
         for step in range(1, self.agent.max_steps + 1):
-            completions = await self.lm.acall(list(self.messages), **self.kwargs)
+            # sent fitted to the context window: whole steps dropped oldest first (see sigform.conversation)
+            completions = await asend(
+                self.lm, list(self.messages), {**self.kwargs, LAYOUT_KEY: self._layout()}
+            )
             if not completions:
                 raise ToolError("the LM returned no completion")
             completion = self.last = completions[0]
@@ -167,16 +173,23 @@ class _Run:
             reply = self.protocol.read(completion, step)
             if reply.problem is not None:
                 self.trajectory.steps.append(Step(step, reply.thought, note=reply.problem))
+                self.step_starts.append(len(self.messages))
                 self.messages += self.protocol.history(completion, reply, [])
                 continue
             outputs, records, cancelled = await self._turn(reply, step)
             self.trajectory.steps.append(Step(step, reply.thought, tuple(records)))
+            self.step_starts.append(len(self.messages))
             self.messages += self.protocol.history(completion, reply, records)
             if outputs is not None:
                 return self._prediction("completed", outputs)
             if cancelled:
                 return self._prediction("cancelled", None)
         return self._prediction("max_steps", None)
+
+    def _layout(self) -> Layout:
+        """System and task are the fixed prefix; each step's messages one prunable unit."""
+        bounds = [*self.step_starts, len(self.messages)]
+        return Layout(2, tuple(tuple(range(a, b)) for a, b in itertools.pairwise(bounds) if b > a))
 
     async def _turn(self, reply: Reply, step: int) -> tuple[dict[str, Any] | None, list[CallRecord], bool]:
         finish = [c for c in reply.calls if c.name == FINISH]
