@@ -213,7 +213,9 @@ def first_call() -> None:
         )
         runs = []
         for _ in range(3):
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+            if out.returncode != 0:
+                raise SystemExit(f"first-call subprocess failed:\n{out.stderr[-3000:]}")
             runs.append([float(x) for x in out.stdout.split()])
         imp = statistics.median(r[0] for r in runs)
         call = statistics.median(r[1] for r in runs)
