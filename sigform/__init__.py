@@ -70,6 +70,15 @@ _EXPORTS: dict[str, str] = {
     "ToolCall": "sigform.lm.interface",
     "inspect_history": "sigform.lm",
     "Callback": "sigform.hooks",
+    "RequestVetoed": "sigform.hooks",
+    "StreamDelta": "sigform.lm",
+    "ParamSpec": "sigform.lm",
+    "ParameterError": "sigform.lm",
+    "ParameterWarning": "sigform.lm",
+    "CredentialError": "sigform.lm",
+    "LocalModelError": "sigform.errors",
+    "JSONTextError": "sigform.errors",
+    "parse_json_text": "sigform.types",
     # settings
     "configure": "sigform.settings",
     "context": "sigform.settings",
@@ -113,9 +122,30 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 
+# subpackages reachable as attributes without an explicit import (``sf.local.serve()``)
+_SUBMODULES = frozenset(
+    {
+        "adapters",
+        "conversation",
+        "errors",
+        "hooks",
+        "lm",
+        "local",
+        "predict",
+        "settings",
+        "signatures",
+        "testing",
+        "tools",
+        "types",
+    }
+)
+
+
 def __getattr__(name: str) -> Any:
     module_name = _EXPORTS.get(name)
     if module_name is None:
+        if name in _SUBMODULES:
+            return importlib.import_module(f"sigform.{name}")
         raise AttributeError(f"module 'sigform' has no attribute {name!r}")
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value  # later lookups skip __getattr__
@@ -144,8 +174,10 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         FieldError,
         FieldValueError,
         InputError,
+        JSONTextError,
         LMError,
         LMTimeoutError,
+        LocalModelError,
         ParseError,
         ProgramStateError,
         ProviderError,
@@ -156,8 +188,16 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         ToolArgumentsError,
         ToolError,
     )
-    from sigform.hooks import Callback
-    from sigform.lm import LM, inspect_history
+    from sigform.hooks import Callback, RequestVetoed
+    from sigform.lm import (
+        LM,
+        CredentialError,
+        ParameterError,
+        ParameterWarning,
+        ParamSpec,
+        StreamDelta,
+        inspect_history,
+    )
     from sigform.lm.interface import Completion, ToolCall, Usage
     from sigform.predict import (
         BestOfN,
@@ -188,6 +228,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         describe_type,
         iter_media,
         json_schema,
+        parse_json_text,
         render_value,
         resolve_type_name,
         strict_json_schema,

@@ -66,3 +66,12 @@ def test_ruff_clean():
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_subpackages_are_reachable_as_attributes_lazily():
+    code = (
+        "import sys, sigform as sf\n"
+        "before = 'sigform.local' in sys.modules\n"
+        "print(before, sf.local.MODEL_NAME, callable(sf.hooks.register), 'litellm' in sys.modules)"
+    )
+    assert _fresh(code) == "False gemma-3-270m True False"
