@@ -33,3 +33,9 @@ def test_final_user_message_names_fields_without_literal_markers():
     reminder = messages[-1]["content"]
     assert "`payee`, `amount`" in reminder
     assert "[[ ## payee ## ]]" not in reminder
+
+
+def test_labels_are_read_when_a_value_contains_double_brackets():
+    sig = sf.make_signature("question -> note, count: int")
+    text = 'note: see [[wiki]] page\ncount: 3'
+    assert sf.TwoStepAdapter().parse(sig, text) == {"note": "see [[wiki]] page", "count": 3}
