@@ -22,7 +22,8 @@ GLOBAL_HISTORY_SIZE = 1000
 @dataclass(frozen=True)
 class HistoryEntry:
     """One LM call. ``params`` are the request settings (no credentials); ``error`` is the
-    message of the error the call ended with, if any."""
+    message of the error the call ended with, if any; ``prune_report`` says which earlier turns
+    were dropped to fit the context window (None: the request was sent whole)."""
 
     model: str
     provider: str
@@ -36,6 +37,7 @@ class HistoryEntry:
     timestamp: float = field(default_factory=time.time)
     error: str | None = None
     api_base: str | None = None
+    prune_report: Any = None  # sigform.conversation.PruneReport: turns dropped to fit the context window
 
 
 _global: deque[HistoryEntry] = deque(maxlen=GLOBAL_HISTORY_SIZE)
@@ -90,6 +92,8 @@ def inspect_history(n: int = 1, *, entries: list[HistoryEntry] | None = None, co
             if message.get("tool_calls"):
                 body.append(f"\n[tool calls: {message['tool_calls']!r}]", style="dim")
             console.print(Panel(body, title=role, title_align="left", border_style="blue"))
+        if entry.prune_report is not None:
+            console.print(f"[yellow]pruned: {entry.prune_report.summary()}[/]")
         if entry.error:
             console.print(Panel(Text(entry.error), title="error", title_align="left", border_style="red"))
         for i, c in enumerate(entry.completions):

@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sigform import hooks
+from sigform.conversation.prompt_cache import mark_prefix
+from sigform.conversation.report import active_report
 from sigform.errors import LMError
 from sigform.lm import calls
 from sigform.lm.cache import get_cache
@@ -53,7 +55,7 @@ _CONNECTION = frozenset(
     }
 )
 # per-call options that steer sigform itself, not the request body
-_CONTROL = frozenset({"cache", "num_retries", "timeout", "headers"})
+_CONTROL = frozenset({"cache", "num_retries", "timeout", "headers", "prompt_cache", "prune"})
 
 
 class ParameterWarning(UserWarning):
@@ -127,6 +129,9 @@ class LM:
             spec = BASE_SPECS.get(name)
             if spec is not None:
                 spec.validate(value, model)
+        # sigform options, never request parameters (see sigform.conversation)
+        self.prompt_cache: bool | None = defaults.pop("prompt_cache", None)
+        self.prune: Any = defaults.pop("prune", None)
         self.kwargs: dict[str, Any] = defaults
         self.cache = cache
         self.num_retries = num_retries
@@ -186,6 +191,8 @@ class LM:
             state[name] = getattr(self, name)
         if self.capabilities:
             state["capabilities"] = dict(self.capabilities)
+        if self.prompt_cache is not None:
+            state["prompt_cache"] = self.prompt_cache
         return state
 
     @classmethod
@@ -214,6 +221,8 @@ class LM:
             "retry_delay": self.retry_delay,
             "headers": dict(self.headers),
             "capabilities": dict(self.capabilities),
+            "prompt_cache": self.prompt_cache,
+            "prune": self.prune,
             **self._connection,
             **self.kwargs,
         }
@@ -295,6 +304,8 @@ class LM:
             raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts (or a string)")
         control = {k: kwargs.pop(k) for k in _CONTROL & kwargs.keys()}
         route = self._resolve()
+        if control.get("prompt_cache", self.prompt_cache):  # adapters mark system+demos themselves
+            messages = mark_prefix(messages, _leading_system(messages), route.provider, route.model)
         params = self._filter(route, {**self.kwargs, **kwargs} if self.kwargs else kwargs)
         n = int(params.pop("n", 1) or 1)
         if "response_format" in params:
@@ -375,6 +386,7 @@ class LM:
                 latency=latency,
                 backend=prep.route.backend.name,
                 api_base=req.api_base,
+                prune_report=active_report(),
             ),
             self.history,
         )
@@ -410,6 +422,7 @@ class LM:
                 backend=prep.route.backend.name,
                 error=f"{type(error).__name__}: {error}",
                 api_base=req.api_base,
+                prune_report=active_report(),
             ),
             self.history,
         )
@@ -485,3 +498,11 @@ class LM:
 
     def _accumulator(self, prep: _Prepared) -> StreamAccumulator:
         return StreamAccumulator(model=prep.route.model, provider=prep.route.provider)
+
+
+def _leading_system(messages: list[Message]) -> int:
+    """How many leading system messages there are (the stable prefix of a plain request)."""
+    n = 0
+    while n < len(messages) and messages[n].get("role") == "system":
+        n += 1
+    return n
