@@ -241,6 +241,18 @@ def test_route_choice(fake: FakeOpenAIServer) -> None:
         LM("anthropic/claude-x", fast_path=True)._resolve()
 
 
+def test_apis_other_than_chat_completions_stay_on_litellm(fake: FakeOpenAIServer) -> None:
+    # the fast path speaks chat completions only: litellm's Responses route (explicit or for
+    # models OpenAI serves only there) and non-chat models must not take it automatically
+    for model in ("openai/responses/gpt-5", "openai/o3-pro", "openai/whisper-1"):
+        lm = LM(model, api_base=fake.api_base)
+        assert not lm._resolve().fast, model
+    assert LM("openai/gpt-4o", api_base=fake.api_base)._resolve().fast
+    assert LM("openai/meta-llama/Llama-3.1-8B", api_base=fake.api_base)._resolve().fast  # unknown: a server's
+    with pytest.raises(ValueError, match="chat completions only"):
+        LM("openai/responses/gpt-5", api_base=fake.api_base, fast_path=True)._resolve()
+
+
 def test_local_model_is_resolved_lazily(fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
     import sigform.local
 

@@ -4,7 +4,10 @@ Resolved once per LM, at its first call (so constructing an LM never imports lit
 
 * the fast path (openai SDK) for OpenAI-compatible endpoints: ``openai/...`` with an
   ``api_base``, ``hosted_vllm/...``, ``lm_studio/...``, ``llamafile/...`` and the embedded
-  local model (``"local"``), unless ``fast_path=False``;
+  local model (``"local"``), unless ``fast_path=False``. The fast path speaks chat completions
+  only, so models litellm sends elsewhere stay on litellm: the Responses API
+  (``openai/responses/...``, and OpenAI models served only there, like ``o3-pro``), images,
+  audio, embeddings;
 * litellm for everything else.
 """
 
@@ -15,11 +18,13 @@ from typing import Any
 
 from sigform.lm.params import ParamSpec, build_schema
 
-__all__ = ["LOCAL_MODEL", "Route", "fast_path_eligible", "resolve_route"]
+__all__ = ["LOCAL_MODEL", "Route", "fast_path_eligible", "resolve_route", "speaks_chat_completions"]
 
 LOCAL_MODEL = "openai/gemma-3-270m"
 # providers served through an OpenAI-compatible endpoint even without an explicit api_base
 _BASELESS_FAST = frozenset({"lm_studio", "llamafile"})
+# litellm's explicit sub-route markers after the provider prefix (``openai/responses/gpt-5``)
+_NON_CHAT_ROUTES = ("responses/",)
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,25 @@ def fast_path_eligible(model: str, api_base: str | None) -> bool:
     if model == "local":
         return True
     prefix = _prefix(model)
-    return prefix in FAST_PROVIDERS and (bool(api_base) or prefix in _BASELESS_FAST)
+    return (
+        prefix in FAST_PROVIDERS
+        and (bool(api_base) or prefix in _BASELESS_FAST)
+        and speaks_chat_completions(model)
+    )
+
+
+def speaks_chat_completions(model: str) -> bool:
+    """False when litellm would send ``model`` to another API than chat completions (the
+    Responses API, images, audio, ...), which the fast path cannot speak."""
+    prefix, _, rest = model.partition("/")
+    if rest.startswith(_NON_CHAT_ROUTES):
+        return False
+    if prefix == "openai":
+        from sigform.lm.model_modes import CHAT_MODES, openai_model_mode
+
+        mode = openai_model_mode(rest)
+        return mode is None or mode in CHAT_MODES
+    return True
 
 
 def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> Route:
@@ -73,6 +96,11 @@ def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> R
                 raise ValueError(
                     f"fast_path=True needs an OpenAI-compatible model (openai/..., hosted_vllm/..., local); "
                     f"{model!r} belongs to provider {prefix!r}"
+                )
+            if not speaks_chat_completions(send_model):
+                raise ValueError(
+                    f"fast_path=True speaks chat completions only; litellm sends {model!r} to another "
+                    "API (e.g. the Responses API): leave fast_path unset"
                 )
             provider = prefix or "openai"
         # an unknown OpenAI-compatible server: every setting is passed on, the server decides
