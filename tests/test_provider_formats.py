@@ -806,3 +806,44 @@ def test_sigform_lm_rate_limit_carries_retry_after(name: str, streamed: bool) ->
                 lm(QUESTION)
     assert caught.value.retry_after == 7
     assert API_KEY not in str(caught.value)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("name", ["anthropic", "gemini", "mistral", "openai_responses"])
+def test_sigform_lm_retry_waits_as_long_as_the_provider_asked(
+    name: str, streamed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sigform
+    import sigform.lm.calls
+    import sigform.lm.streaming_run
+
+    waits: list[float] = []
+    for module in (sigform.lm.calls, sigform.lm.streaming_run):
+        monkeypatch.setattr(module.time, "sleep", waits.append)  # record instead of waiting 7 s
+    provider = PROVIDERS[name]
+    with provider.fake(ErrorReply(429, "Slow down.", retry_after=7), Reply("Paris.")) as fake:
+        kwargs = fake.litellm_kwargs(provider.model, api_key=API_KEY)
+        lm = sigform.LM(kwargs.pop("model"), cache=False, num_retries=1, retry_delay=100.0, **kwargs)
+        completions = list(lm.stream(QUESTION))[-1] if streamed else lm(QUESTION)
+    assert completions[0].text == "Paris."
+    assert waits == [7.0]
+    assert len(fake.requests) == 2
+
+
+def test_gemini_retry_delay_in_the_body_alone_is_honoured() -> None:
+    from sigform.errors import RateLimitError
+
+    body = {
+        "error": {
+            "code": 429,
+            "message": "Quota exceeded.",
+            "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "2.5s"}],
+        }
+    }
+    provider = PROVIDERS["gemini"]
+    with provider.fake(ErrorReply(429, body=body)) as fake:
+        lm = _sigform_lm(fake, provider)
+        with pytest.raises(RateLimitError) as caught:
+            lm(QUESTION)
+    assert caught.value.retry_after == 2.5

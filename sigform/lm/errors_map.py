@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -24,7 +25,7 @@ from sigform.errors import (
 )
 from sigform.lm.credentials import scrub
 
-__all__ = ["map_exception", "parse_retry_after"]
+__all__ = ["map_exception", "parse_retry_after", "retry_after_of"]
 
 _CONTEXT_HINTS = (
     "context_length_exceeded",
@@ -44,6 +45,8 @@ _AUTH_HINTS = (
     "incorrect api key",
 )
 _WRAPPED_MODULES = ("openai", "litellm", "httpx", "httpx2", "httpcore", "anyio")
+# Gemini/Vertex put the wait in the error body: details[{"@type": ...RetryInfo, "retryDelay": "7s"}]
+_RETRY_DELAY = re.compile(r"""["']retryDelay["']\s*:\s*["'](\d+(?:\.\d+)?)s["']""")
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -66,13 +69,37 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
-def _headers_of(exc: BaseException) -> Mapping[str, str] | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is not None:
-        return headers
+def _headers_of(exc: BaseException) -> list[Mapping[str, str]]:
+    """Every set of response headers the exception carries: the SDK's ``response.headers`` and
+    litellm's ``litellm_response_headers`` (litellm often attaches an empty stand-in response and
+    keeps the provider's real headers only there)."""
+    found: list[Mapping[str, str]] = []
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers:
+        found.append(headers)
     extra = getattr(exc, "litellm_response_headers", None)
-    return extra if isinstance(extra, Mapping) else None
+    if extra:
+        try:
+            found.append(extra if isinstance(extra, Mapping) else dict(extra))
+        except (TypeError, ValueError):
+            pass
+    return found
+
+
+def retry_after_of(exc: BaseException, text: str = "") -> float | None:
+    """The provider's requested wait: a Retry-After header wherever the exception keeps it, else a
+    ``retryDelay`` in the error body (Gemini), else None."""
+    for headers in _headers_of(exc):
+        value = parse_retry_after(headers)
+        if value is not None:
+            return value
+    body = getattr(exc, "body", None)
+    for source in (text, str(body) if body is not None else "", getattr(exc, "message", None)):
+        if isinstance(source, str) and source:
+            match = _RETRY_DELAY.search(source)
+            if match:
+                return float(match.group(1))
+    return None
 
 
 def _provider_message(exc: BaseException) -> str:
@@ -107,6 +134,11 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
     cancellations) are returned unchanged so they propagate as they are."""
     if isinstance(exc, LMError) or not _wrappable(exc):
         return exc
+    original = getattr(exc, "original_exception", None)
+    if "MidStreamFallbackError" in {c.__name__ for c in type(exc).__mro__} and (
+        isinstance(original, Exception) and _wrappable(original)
+    ):
+        exc = original  # litellm's stream wrapper: the provider's own error says what happened
     secrets = list(secrets)
     names = {cls.__name__ for cls in type(exc).__mro__}
     status = getattr(exc, "status_code", None)
@@ -152,7 +184,7 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
     ):
         err = AuthenticationError(msg("the provider rejected the credentials"), **kw)
     elif status == 429 or "RateLimitError" in names:
-        err = RateLimitError(msg("rate limited"), retry_after=parse_retry_after(_headers_of(exc)), **kw)
+        err = RateLimitError(msg("rate limited"), retry_after=retry_after_of(exc, provider_msg), **kw)
         if code == "insufficient_quota":
             err.retryable = False  # waiting does not add credit
     elif status == 408:
@@ -160,8 +192,7 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
     elif status is not None and (status >= 500 or status == 409):
         err = ProviderError(msg("the provider failed"), **kw)
         if isinstance(err, ProviderError):
-            ra = parse_retry_after(_headers_of(exc))
-            err.retry_after = ra  # type: ignore[attr-defined]
+            err.retry_after = retry_after_of(exc, provider_msg)  # type: ignore[attr-defined]
     elif (status is not None and 400 <= status < 500) or "BadRequestError" in names:
         err = BadRequestError(msg("the provider rejected the request"), **kw)
     else:
