@@ -332,3 +332,18 @@ def test_prompt_cache_on_the_lm_marks_plain_calls_too() -> None:
     assert body["system"] == [{"type": "text", "text": "Rules.", "cache_control": {"type": "ephemeral"}}]
     assert "prompt_cache" not in body and lm.prompt_cache is True
     assert lm.copy().prompt_cache is True
+
+
+def test_async_programs_prune_and_retry_the_same_way() -> None:
+    import asyncio
+
+    history = long_conversation(120)
+    program = sf.Predict(Chat, prune=Pruning(context_window=WINDOW, reserve_output=0))
+    with AnthropicFake(responder=refuse_over(2500)) as fake:
+        lm = _anthropic_lm(fake)
+        pred = asyncio.run(program.acall(history=history, question="Umbrella?", lm=lm))
+    assert pred.answer == "No umbrella needed."
+    assert len(fake.requests) == 2
+    assert [e.prune_report.reason for e in lm.history] == ["token budget", "context window error"]
+    uses, results = _wire_pairs(fake.requests[1].json)
+    assert sorted(uses) == sorted(results)

@@ -83,7 +83,7 @@ def upper_bound(messages: Sequence[Mapping[str, Any]]) -> int:
 
 @dataclass(frozen=True)
 class TokenCounter:
-    """Counts tokens per message for one model (``exact`` False: the bytes/4 estimate)."""
+    """Counts tokens per message for one model (``exact``: with the model's own tokenizer)."""
 
     model: str | None
     exact: bool
@@ -130,7 +130,9 @@ def _bundled_tokenizer(model: str) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _exact_counter(model: str) -> Callable[[str], int] | None:
+def _litellm_counter(model: str) -> tuple[Callable[[str], int], bool] | None:
+    """litellm's counter for ``model`` and whether litellm knows the model (else its default
+    encoding stands in: a better estimate than bytes / 4, but not the model's tokenizer)."""
     litellm = _litellm()
     bare = model.split("/", 1)[1] if "/" in model else model
     if not (_bundled_tokenizer(model) and _bundled_tokenizer(bare)):
@@ -139,12 +141,13 @@ def _exact_counter(model: str) -> Callable[[str], int] | None:
         litellm.encode(model=model, text="probe")
     except Exception:
         return None
+    known = model in litellm.model_cost or bare in litellm.model_cost
 
     @functools.lru_cache(maxsize=8192)  # chat histories resend the same turns again and again
     def count(text: str) -> int:
         return len(litellm.encode(model=model, text=text))
 
-    return count
+    return count, known
 
 
 def token_counter(model: str | None, *, exact: bool | None = None) -> TokenCounter:
@@ -158,9 +161,9 @@ def token_counter(model: str | None, *, exact: bool | None = None) -> TokenCount
     if use is None:
         use = bool(model) and ("litellm" in sys.modules or "/" in (model or ""))
     if use and model:
-        counter = _exact_counter(model)
-        if counter is not None:
-            return TokenCounter(model, True, counter)
+        found = _litellm_counter(model)
+        if found is not None:
+            return TokenCounter(model, found[1], found[0])
     return TokenCounter(model, False, estimate_text)
 
 
