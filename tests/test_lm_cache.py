@@ -54,6 +54,20 @@ def test_second_call_is_a_marked_hit(fake: FakeOpenAIServer, fast_path: bool) ->
     assert lm.usage.prompt_tokens == 11
 
 
+def test_rollout_id_is_in_the_key_but_never_sent(fake: FakeOpenAIServer, fast_path: bool) -> None:
+    lm = make_lm(fake, fast_path)
+    lm(MSG, temperature=1, rollout_id=0)
+    lm(MSG, temperature=1, rollout_id=1)  # another attempt: its own entry, a new request
+    [again] = lm(MSG, temperature=1, rollout_id=1)
+    [plain] = lm(MSG, temperature=1)
+    assert again.usage.cache_hit and not plain.usage.cache_hit
+    assert len(fake.requests) == 3
+    assert all("rollout_id" not in body for body in fake.requests)
+    streamed = make_lm(fake, fast_path, rollout_id=7)  # as an LM default too
+    list(streamed.stream(MSG, temperature=1))
+    assert "rollout_id" not in fake.requests[-1] and len(fake.requests) == 4
+
+
 def test_integral_floats_and_ints_share_a_key(fake: FakeOpenAIServer) -> None:
     lm = make_lm(fake)
     lm(MSG, temperature=0)

@@ -79,10 +79,6 @@ def test_chain_of_thought_with_native_reasoning_through_litellm() -> None:
     assert pred.reasoning == "2 plus 2 equals 4" and pred.reasoning.native
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LM layer does not strip rollout_id from requests yet (it should: see the programs issue)",
-)
 def test_best_of_n_sends_distinct_rollouts_that_do_not_reach_the_provider(tmp_path: Path) -> None:
     replies = [Reply(chat(answer=a, confidence="1")) for a in ["no", "yes!"]]
     with sf.context(cache_dir=str(tmp_path)), OpenAIChatFake(*replies) as fake:

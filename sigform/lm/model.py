@@ -307,6 +307,9 @@ class LM:
         if control.get("prompt_cache", self.prompt_cache):  # adapters mark system+demos themselves
             messages = mark_prefix(messages, _leading_system(messages), route.provider, route.model)
         params = self._filter(route, {**self.kwargs, **kwargs} if self.kwargs else kwargs)
+        # programs number their attempts (BestOfN, Refine) so each gets its own cache entry; the
+        # number is sigform's, never the provider's
+        rollout_id = params.pop("rollout_id", None)
         n = int(params.pop("n", 1) or 1)
         if "response_format" in params:
             params["response_format"] = response_format_dict(params["response_format"])
@@ -330,7 +333,7 @@ class LM:
         use_cache = control.get("cache")
         if use_cache is None:
             use_cache = self.cache and get_setting("cache", True)
-        key = cache_key(request.with_n(n)) if use_cache else None
+        key = cache_key(request.with_n(n), rollout_id=rollout_id) if use_cache else None
         num_retries = control.get("num_retries", self.num_retries)
         return _Prepared(
             route, request, n, key, RetryPolicy(num_retries=num_retries, base_delay=self.retry_delay)

@@ -77,9 +77,10 @@ def normalise(value: Any) -> Any:
     return repr(value)
 
 
-def cache_key(request: Request, endpoint: str = "chat") -> str:
+def cache_key(request: Request, endpoint: str = "chat", *, rollout_id: Any = None) -> str:
     """The full request identity as a hex digest: model, provider, api_base, messages and every
-    parameter, normalised. Never the api key, headers, timeout or retry settings."""
+    parameter, normalised, plus the program's ``rollout_id`` (attempt number; not sent). Never the
+    api key, headers, timeout or retry settings."""
     identity = {
         "endpoint": endpoint,
         "model": request.model,
@@ -88,6 +89,8 @@ def cache_key(request: Request, endpoint: str = "chat") -> str:
         "messages": normalise(request.messages),
         "params": normalise(request.params),
     }
+    if rollout_id is not None:
+        identity["rollout_id"] = normalise(rollout_id)
     blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
