@@ -86,6 +86,43 @@ def test_non_retryable_errors_fail_at_once(lm_server: FakeOpenAIServer, fast_pat
     assert err.model == "openai/fake"
 
 
+# what llama.cpp's server (FastAPI + pydantic) answers to response_format={"type": "json_schema"}
+LLAMA_CPP_500 = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}"
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"error": {"message": LLAMA_CPP_500, "type": "internal_server_error", "param": None, "code": None}},
+        {"detail": [{"type": "missing", "loc": ["body", "messages"], "msg": "Field required", "input": {}}]},
+    ],
+    ids=["llama-cpp-text", "fastapi-detail"],
+)
+def test_request_validation_errors_are_bad_requests_whatever_the_status(
+    lm_server: FakeOpenAIServer, fast_path: bool, body: dict[str, object]
+) -> None:
+    # a bad request reported as HTTP 500: retrying with backoff would only repeat it
+    lm_server.queue.extend([Reply(status=500, body=body), ok()])
+    with pytest.raises(sf.BadRequestError) as info:
+        lm_for(lm_server, fast_path)(MSG)
+    assert len(lm_server.requests) == 1
+    assert info.value.status_code == 500 and not info.value.retryable
+    assert "rejected the request's parameters" in str(info.value)
+
+
+def test_a_server_failure_that_mentions_validation_is_still_retried(
+    lm_server: FakeOpenAIServer, fast_path: bool
+) -> None:
+    # no request location named: the server's own failure, retryable as any 5xx
+    lm_server.queue.extend([lm_server.error(500, "schema validation error in the model's output"), ok()])
+    assert lm_for(lm_server, fast_path)(MSG)[0].text == "fine"
+    assert len(lm_server.requests) == 2
+
+
 def test_async_retries(lm_server: FakeOpenAIServer, fast_path: bool) -> None:
     lm_server.queue.extend([lm_server.error(500, "oops"), lm_server.error(429, "wait"), ok()])
     result = asyncio.run(lm_for(lm_server, fast_path).acall(MSG))

@@ -45,6 +45,10 @@ _AUTH_HINTS = (
     "incorrect api key",
 )
 _WRAPPED_MODULES = ("openai", "litellm", "httpx", "httpx2", "httpcore", "anyio")
+# a pydantic/FastAPI request-validation failure naming a request location, as text
+# ("1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), ...")
+_VALIDATION_TEXT = re.compile(r"\bvalidation errors?\b", re.IGNORECASE)
+_REQUEST_LOC = re.compile(r"""['"]loc['"]\s*:\s*[(\[]\s*['"](?:body|query)['"]""")
 # Gemini/Vertex put the wait in the error body: details[{"@type": ...RetryInfo, "retryDelay": "7s"}]
 _RETRY_DELAY = re.compile(r"""["']retryDelay["']\s*:\s*["'](\d+(?:\.\d+)?)s["']""")
 
@@ -123,6 +127,26 @@ def _error_code(exc: BaseException) -> str:
     return str(getattr(exc, "code", "") or "")
 
 
+def _is_request_validation(exc: BaseException, text: str) -> bool:
+    """Whether the error says the request's parameters failed the server's validation: a
+    pydantic/FastAPI validation error about the request body or query. Some servers (llama.cpp's
+    on an unsupported ``response_format``) send it as HTTP 500; it is a bad request all the same,
+    and sending it again cannot succeed."""
+    body = getattr(exc, "body", None)
+    detail = body.get("detail") if isinstance(body, Mapping) else None
+    if isinstance(detail, list) and detail and all(_body_loc(d) for d in detail):
+        return True
+    for source in (text, str(body) if body is not None else ""):
+        if source and _VALIDATION_TEXT.search(source) and _REQUEST_LOC.search(source):
+            return True
+    return False
+
+
+def _body_loc(item: Any) -> bool:
+    loc = item.get("loc") if isinstance(item, Mapping) else None
+    return isinstance(loc, (list, tuple)) and len(loc) > 0 and loc[0] in ("body", "query")
+
+
 def _wrappable(exc: BaseException) -> bool:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
         return True
@@ -189,6 +213,8 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
             err.retryable = False  # waiting does not add credit
     elif status == 408:
         err = LMTimeoutError(msg("the provider timed out"), **kw)
+    elif status is not None and status >= 400 and _is_request_validation(exc, provider_msg):
+        err = BadRequestError(msg("the server rejected the request's parameters"), **kw)
     elif status is not None and (status >= 500 or status == 409):
         err = ProviderError(msg("the provider failed"), **kw)
         if isinstance(err, ProviderError):
