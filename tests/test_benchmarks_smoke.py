@@ -1,0 +1,77 @@
+"""Smoke test of the benchmark harness: sigform's side of a few measurements, tiny repeat counts.
+
+No timing is asserted (speed lives in ``python -m benchmarks``); this checks that the
+measurements run and that the table, JSON and Markdown have the documented structure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.common import Row
+from benchmarks.report import COLUMNS, cells, fmt_ratio, fmt_value, write
+from benchmarks.suite import Options, run_suite
+
+
+@pytest.fixture(scope="module")
+def quick_run() -> tuple[list, dict]:
+    opts = Options.quick(only=("import", "format_parse", "corpus"), with_dspy=False, log=lambda _msg: None)
+    return run_suite(opts)
+
+
+def test_sections_and_rows(quick_run: tuple[list, dict]) -> None:
+    sections, meta = quick_run
+    assert [s.name for s in sections] == ["import", "format_parse", "corpus"]
+    for section in sections:
+        assert "error" not in section.details, section.details.get("error")
+        assert section.rows, section.name
+        for row in section.rows:
+            assert isinstance(row, Row)
+            assert row.dspy is None  # sigform only: nothing to compare with
+            assert row.sigform is not None and row.sigform >= 0
+    fp = next(s for s in sections if s.name == "format_parse")
+    metrics = {r.metric for r in fp.rows}
+    for adapter in ("chat", "json", "xml"):
+        for size in ("small", "large"):
+            assert f"{adapter} {size}: format+parse" in metrics
+    assert meta["dspy"] is None and "python" in meta
+
+
+def test_corpus_grades_every_case(quick_run: tuple[list, dict]) -> None:
+    corpus = next(s for s in quick_run[0] if s.name == "corpus")
+    if "skipped" in corpus.details:
+        pytest.skip(corpus.details["skipped"])
+    tally = corpus.details["sigform"]
+    assert sum(tally.values()) == corpus.details["cases"]
+    silent = next(r for r in corpus.rows if r.metric.startswith("silently wrong"))
+    assert silent.sigform == tally.get("WRONG", 0) + tally.get("ACCEPT", 0)
+    assert silent.met == (silent.sigform == 0)
+
+
+def test_written_table(quick_run: tuple[list, dict], tmp_path: Path) -> None:
+    sections, meta = quick_run
+    json_path, md_path = write(sections, meta, tmp_path)
+    payload = json.loads(json_path.read_text())
+    n_rows = sum(len(s.rows) for s in sections)
+    assert len(payload["rows"]) == n_rows
+    assert set(payload["details"]) == {s.name for s in sections}
+    keys = {"section", "metric", "unit", "sigform", "dspy", "ratio", "target", "met"}
+    assert keys <= set(payload["rows"][0])
+    md = md_path.read_text()
+    header = "| " + " | ".join(COLUMNS) + " |"
+    assert header in md
+    table_lines = [line for line in md.splitlines() if line.startswith("| ") and line != header]
+    assert len(table_lines) == n_rows + 1  # the rows plus the alignment line
+    assert all(line.count(" | ") == len(COLUMNS) - 1 for line in table_lines[1:])
+
+
+def test_cell_formatting() -> None:
+    row = Row("3 format+parse", "chat small", "µs", 12.345, 150.0, 12.15, target=">= 10x", met=True)
+    want = ["3 format+parse", "chat small", "µs", "12.3", "150", "12.15x", "DSPy / sigform", ">= 10x", "yes"]
+    assert cells(row) == want
+    assert cells(Row("x", "m", "ms", 1.0, met=False))[-1] == "NO"
+    assert fmt_value(None) == "-" and fmt_ratio(None) == "-"
+    assert fmt_value(0.01234) == "0.0123" and fmt_value(3) == "3"
