@@ -267,7 +267,7 @@ def test_local_model_is_resolved_lazily(fake: FakeOpenAIServer, monkeypatch: pyt
     assert calls == []  # nothing started at construction
     assert lm("hi")[0].text == "echo: hi"
     lm("again")
-    assert calls == [1]
+    assert calls == [1, 1]  # checked before every request, so a dead server is replaced
     assert fake.requests[0]["model"] == sigform.local.MODEL_NAME
     assert lm.supports("json_object") and not lm.supports("tools")
 
@@ -295,3 +295,29 @@ def test_supports_uses_litellm_knowledge() -> None:
     assert not lm.supports("reasoning")
     assert LM("openai/o3-mini").supports("reasoning")
     assert not lm.supports("unknown-feature")
+
+
+def test_structured_output_step_down_is_remembered_per_model_and_endpoint(fake: FakeOpenAIServer) -> None:
+    # one server behind two addresses, both claiming json_schema support: a step-down learnt at
+    # one endpoint must not change what is asked of the other
+    from sigform.adapters.json_adapter import forget_step_downs
+
+    def reply(body: dict[str, Any], headers: Any) -> Reply:
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return fake.error(400, "response_format json_schema is not supported")
+        return Reply(body=completion_body(['{"y": 4}']))
+
+    fake.reply = reply
+    forget_step_downs()
+    try:
+        one = LM("openai/m", api_base=fake.api_base, cache=False, capabilities={"json_schema": True})
+        other_base = fake.api_base.replace("127.0.0.1", "localhost")
+        other = LM("openai/m", api_base=other_base, cache=False, capabilities={"json_schema": True})
+        square = sf.Predict("x: int -> y: int", adapter=sf.JSONAdapter())
+        assert square(x=2, lm=one).y == 4
+        assert square(x=2, lm=one).y == 4  # remembered: straight to json_object
+        assert square(x=2, lm=other).y == 4  # not remembered for another endpoint
+        types = [r.get("response_format", {}).get("type") for r in fake.requests]
+        assert types == ["json_schema", "json_object", "json_object", "json_schema", "json_object"]
+    finally:
+        forget_step_downs()

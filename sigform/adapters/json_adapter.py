@@ -163,7 +163,10 @@ class JSONAdapter(Adapter):
 
 
 def _model_key(lm: LMProtocol) -> str:
-    return str(getattr(lm, "model", "") or type(lm).__name__)
+    # per model and endpoint: one model name may be served by servers of different abilities
+    model = str(getattr(lm, "model", "") or type(lm).__name__)
+    base = getattr(lm, "api_base", None)
+    return f"{model} at {base}" if isinstance(base, str) and base else model
 
 
 def _schema_name(signature: Any) -> str:

@@ -21,7 +21,7 @@ from sigform.lm.interface import Completion, Usage
 from sigform.lm.request import Request
 from sigform.lm.response import parse_choices, parse_usage
 from sigform.lm.retry import RetryPolicy
-from sigform.lm.routing import Route
+from sigform.lm.routing import Route, rebased
 
 __all__ = ["acomplete_n", "complete_n"]
 
@@ -48,6 +48,7 @@ def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str, s
                 break
         time.sleep(policy.delay(err, attempt))
         attempt += 1
+        req = rebased(route, req)
     # raised outside the except block: the original exception (which may quote a secret) is
     # neither the cause nor the context of the error users see
     raise err
@@ -68,6 +69,7 @@ async def _attempt_async(
                 break
         await asyncio.sleep(policy.delay(err, attempt))
         attempt += 1
+        req = rebased(route, req)
     raise err  # outside the except block, as above
 
 

@@ -27,7 +27,7 @@ from sigform.lm.interface import Completion, Usage
 from sigform.lm.params import BASE_SPECS, ParameterError, ParamSpec, nest_dotted
 from sigform.lm.request import Request, cache_key, response_format_dict
 from sigform.lm.retry import RetryPolicy
-from sigform.lm.routing import Route, resolve_route
+from sigform.lm.routing import Route, current, resolve_route
 from sigform.lm.streaming import StreamAccumulator, StreamDelta
 from sigform.settings import get_setting
 
@@ -167,6 +167,12 @@ class LM:
         return self._usage
 
     @property
+    def api_base(self) -> str | None:
+        """The configured endpoint; None for the provider's default (and for ``"local"``, whose
+        server address may change while the model stays the same)."""
+        return self._api_base.get() if self._api_base is not None else None
+
+    @property
     def provider(self) -> str:
         """The provider name (resolving the route; may import litellm)."""
         return self._resolve().provider
@@ -262,6 +268,16 @@ class LM:
             route = self._route = resolve_route(self.model, api_base, self.fast_path)
         return route
 
+    def _current_route(self) -> Route:
+        """The route for the next request: a moving endpoint (the local server) is re-checked."""
+        fresh = self._route is None
+        route = self._resolve()
+        if route.refresh is not None and not fresh:  # a fresh route was just checked
+            moved = current(route)
+            if moved is not route:
+                route = self._route = moved
+        return route
+
     def _secrets(self) -> list[str]:
         out = self._api_key.known_values() if self._api_key is not None else []
         for cred in self._connection.values():
@@ -303,7 +319,7 @@ class LM:
         ):
             raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts (or a string)")
         control = {k: kwargs.pop(k) for k in _CONTROL & kwargs.keys()}
-        route = self._resolve()
+        route = self._current_route()
         if control.get("prompt_cache", self.prompt_cache):  # adapters mark system+demos themselves
             messages = mark_prefix(messages, _leading_system(messages), route.provider, route.model)
         params = self._filter(route, {**self.kwargs, **kwargs} if self.kwargs else kwargs)
@@ -333,7 +349,12 @@ class LM:
         use_cache = control.get("cache")
         if use_cache is None:
             use_cache = self.cache and get_setting("cache", True)
-        key = cache_key(request.with_n(n), rollout_id=rollout_id) if use_cache else None
+        key = None
+        if use_cache:
+            keyed = request.with_n(n)
+            if route.refresh is not None:
+                keyed.api_base = None  # a moving endpoint (local server port) is not its identity
+            key = cache_key(keyed, rollout_id=rollout_id)
         num_retries = control.get("num_retries", self.num_retries)
         return _Prepared(
             route, request, n, key, RetryPolicy(num_retries=num_retries, base_delay=self.retry_delay)

@@ -13,12 +13,22 @@ Resolved once per LM, at its first call (so constructing an LM never imports lit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sigform.lm.params import ParamSpec, build_schema
+from sigform.lm.request import Request
 
-__all__ = ["LOCAL_MODEL", "Route", "fast_path_eligible", "resolve_route", "speaks_chat_completions"]
+__all__ = [
+    "LOCAL_MODEL",
+    "Route",
+    "current",
+    "fast_path_eligible",
+    "rebased",
+    "resolve_route",
+    "speaks_chat_completions",
+]
 
 LOCAL_MODEL = "openai/gemma-3-270m"
 # providers served through an OpenAI-compatible endpoint even without an explicit api_base
@@ -38,10 +48,30 @@ class Route:
     schema: dict[str, ParamSpec]
     supports_n: bool
     openai_reasoning: bool = False
+    # for an endpoint that can move (the local server, replaced when it dies): the current
+    # api_base, checked before every request and retry
+    refresh: Callable[[], str] | None = None
 
     @property
     def fast(self) -> bool:
         return self.backend.name == "openai-sdk"
+
+
+def current(route: Route) -> Route:
+    """``route`` aimed at its endpoint's current address (itself unless the endpoint moved)."""
+    if route.refresh is None:
+        return route
+    base = route.refresh()
+    return route if base == route.api_base else replace(route, api_base=base)
+
+
+def rebased(route: Route, req: Request) -> Request:
+    """``req`` aimed at the endpoint's current address, before a retry (a local server that died
+    under the request has been replaced by then)."""
+    if route.refresh is None:
+        return req
+    base = route.refresh()
+    return req if base == req.api_base else replace(req, api_base=base)
 
 
 def _prefix(model: str) -> str:
@@ -81,10 +111,13 @@ def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> R
     """Pick the backend for ``model``; ``"local"`` starts (or finds) the embedded model server."""
     provider = "local" if model == "local" else None
     send_model = model
+    refresh: Callable[[], str] | None = None
     if model == "local":
         import sigform.local  # the local-model helper's module; imported only when asked for
 
-        api_base = sigform.local.ensure_server()
+        # cheap while the server runs; a dead server is replaced (on another port)
+        refresh = sigform.local.ensure_server
+        api_base = refresh()
         send_model = getattr(sigform.local, "LITELLM_MODEL", LOCAL_MODEL)
     use_fast = fast_path if fast_path is not None else fast_path_eligible(model, api_base)
     if use_fast:
@@ -105,7 +138,13 @@ def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> R
             provider = prefix or "openai"
         # an unknown OpenAI-compatible server: every setting is passed on, the server decides
         return Route(
-            get_backend(), send_model, provider, api_base, build_schema(model, None), supports_n=True
+            get_backend(),
+            send_model,
+            provider,
+            api_base,
+            build_schema(model, None),
+            supports_n=True,
+            refresh=refresh,
         )
 
     from sigform.lm import litellm_backend as lb
@@ -121,4 +160,5 @@ def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> R
         build_schema(model, supported, openai_reasoning=reasoning),
         supports_n=supported is None or "n" in supported,
         openai_reasoning=reasoning,
+        refresh=refresh,
     )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sigform.errors import ProviderError
 from sigform.lm.errors_map import map_exception
 from sigform.lm.interface import Completion
+from sigform.lm.routing import rebased
 from sigform.lm.streaming import StreamDelta
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def run_stream(lm: LM, messages: Any, kwargs: dict[str, Any]) -> Iterator[Stream
                     break
             time.sleep(prep.policy.delay(err, attempt))
             attempt += 1
+            req = rebased(prep.route, req)
         if failure is not None:
             lm._failed(prep, failure, started)
             raise failure  # outside the except block: no secret-bearing context
@@ -121,6 +123,7 @@ def arun_stream(
                     break
             await asyncio.sleep(prep.policy.delay(err, attempt))
             attempt += 1
+            req = rebased(prep.route, req)
         if failure is not None:
             lm._failed(prep, failure, started)
             raise failure  # outside the except block: no secret-bearing context
