@@ -4,11 +4,13 @@ The task (``sigform/cli/demo_data.jsonl``, demos ``demo_demos.jsonl``): extract 
 ``amount_usd``, ``date`` and ``category`` (a Literal) from a short text. Both sides call the same
 server (``sigform.local.ensure_server()``, model alias ``sigform.local.MODEL_NAME``) with the same
 demos, their default ChatAdapter (with their own re-ask/fallback behaviour: what a user gets),
-temperature 0, the same ``max_tokens``, cache off. Generated tokens are the server's reported
-``completion_tokens`` summed over every call each LM made (re-asks and fallbacks included),
-divided by the number of examples. An example is accurate when all four fields are right
-(payee and date after stripping, case-insensitive payee; amount within half a cent; category
-exact). A parse failure is an example that raised instead of returning values.
+temperature 0, the same ``max_tokens``, cache off. DSPy runs with ``engine="litellm"`` here: its
+default native client sends the limit as ``max_completion_tokens``, which the llama.cpp server
+ignores, so generation would run to the context limit (minutes per example). Generated tokens
+are the server's reported ``completion_tokens`` summed over every call each LM made (re-asks
+and fallbacks included), divided by the number of examples. An example is accurate when all
+four fields are right (payee and date after stripping, case-insensitive payee; amount within
+half a cent; category exact). A parse failure is an example that raised instead of returning values.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ def run(with_dspy: bool = True) -> Section:
     ours = sigform_side(api_base, model, demos, examples)
     theirs = None
     if with_dspy:
-        job = {"api_base": api_base, "model": model, "max_tokens": MAX_TOKENS}
+        job = {"api_base": api_base, "model": model, "max_tokens": MAX_TOKENS, "engine": "litellm"}
         job.update(demos=demos, examples=examples)
         theirs = run_dspy("local_model.py", stdin=json.dumps(job), timeout=1800)
     n = len(examples)

@@ -1,6 +1,6 @@
 """DSPy side of 8. the demo task on the embedded local model (run with the DSPy venv's python).
 
-Reads ``{"api_base", "model", "max_tokens", "demos", "examples"}`` as JSON on stdin. A Predict over
+Reads ``{"api_base", "model", "max_tokens", "engine", "demos", "examples"}`` as JSON on stdin. A Predict over
 the demo signature (text -> payee, amount_usd, date, category) with the demos, DSPy's default
 ChatAdapter (with its JSON fallback, as users get it), temperature 0, cache off, runs each
 example; prints per example the values or the error, plus the generated tokens of every call
@@ -29,8 +29,10 @@ class Expense(dspy.Signature):
 
 def main() -> None:
     job = json.load(sys.stdin)
+    # engine="litellm": DSPy's native client sends max_tokens as `max_completion_tokens`, which the
+    # llama.cpp server ignores (generation then runs to the context limit); litellm sends `max_tokens`.
     lm = dspy.LM(job["model"], api_base=job["api_base"], api_key="local", cache=False, temperature=0.0,
-                 max_tokens=job["max_tokens"])
+                 max_tokens=job["max_tokens"], engine=job.get("engine", "litellm"))
     dspy.configure(lm=lm)
     program = dspy.Predict(Expense)
     program.demos = [dspy.Example(**d) for d in job["demos"]]
