@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -219,9 +221,6 @@ def test_both_routes_agree(fake: FakeOpenAIServer) -> None:
 
 
 def test_fast_path_does_not_import_litellm(fake: FakeOpenAIServer) -> None:
-    import subprocess
-    import sys
-
     code = (
         "import sys, sigform\n"
         "assert 'litellm' not in sys.modules\n"
@@ -279,6 +278,32 @@ def test_default_lm_without_model(monkeypatch: pytest.MonkeyPatch) -> None:
         inherited = LM()
     assert inherited.model == "openai/gpt-4o-mini"
     assert "env:SOME_KEY" in repr(inherited)
+
+
+def _run_python(code: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", code]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+
+
+def test_unconfigured_lm_says_once_that_it_uses_the_local_model() -> None:
+    out = _run_python("import sigform\nsigform.LM()\nsigform.LM()\nsigform.LM(None)\nprint('ok')")
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "embedded local model" in lines[0] and "sigform.configure" in lines[0]
+    assert out.stdout.strip() == "ok"
+    # asked for by name, or configured: no notice
+    quiet = _run_python(
+        "import sigform\nsigform.LM('local')\n"
+        "with sigform.context(lm=sigform.LM('openai/gpt-4o-mini')):\n    sigform.LM()\n"
+    )
+    assert "local model" not in quiet.stderr
+    # an application that logs gets it as a log record instead
+    logged = _run_python(
+        "import logging, sys, sigform\n"
+        "logging.basicConfig(stream=sys.stdout, format='%(name)s|%(message)s')\n"
+        "sigform.LM()\nsigform.LM()\n"
+    )
+    assert [line.split("|")[0] for line in logged.stdout.splitlines()] == ["sigform.lm"]
+    assert "local model" not in logged.stderr
 
 
 def test_supports_is_conservative_for_unknown_servers(fake: FakeOpenAIServer) -> None:
