@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import base64
 import os
-from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
-
-from pydantic import ValidationInfo, model_validator
 
 from sigform.types.media import (
     ContentPart,
     Media,
     check_mime_syntax,
-    fetch,
-    guess_mime_from_name,
     human_size,
     inline_content,
-    max_bytes_of,
     parse_data_uri,
-    read_path,
-    sniff_mime,
 )
 
 __all__ = ["Audio"]
@@ -55,24 +46,15 @@ class Audio(Media):
     data: str
     format: AudioFormat
 
-    @model_validator(mode="before")
     @classmethod
-    def _validate(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, str):
-            raise ValueError(
-                "an Audio is built explicitly, not from a plain string: use Audio.from_path(...), "
-                "Audio.from_bytes(...) or Audio.from_data_uri(...)"
-            )
-        if not isinstance(value, Mapping):
-            return value
-        fields = dict(value)
+    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, Any]:
         data, fmt = fields.get("data"), fields.get("format")
         if data is None:
             raise ValueError("Audio needs data (base64) and a format ('wav' or 'mp3')")
         if not isinstance(data, str) or not (fmt is None or isinstance(fmt, str)):
             return fields  # pydantic reports the wrong types
         declared = None if fmt is None else _as_mime(fmt)
-        data, mime = inline_content(data, declared, max_bytes_of(info, cls.MAX_BYTES), "Audio")
+        data, mime = inline_content(data, declared, max_bytes, "Audio")
         if mime is None:
             raise ValueError("Audio: cannot tell the audio format from its bytes; pass format='wav' or 'mp3'")
         if mime not in _MIME_FORMAT:
@@ -87,18 +69,13 @@ class Audio(Media):
         cls, path: str | os.PathLike[str], *, format: str | None = None, max_bytes: int | None = None
     ) -> Audio:
         """A .wav or .mp3 file on disk, read now (format from the bytes, else the extension)."""
-        raw = read_path(path, max_bytes or cls.MAX_BYTES, "Audio")
-        if format is None and sniff_mime(raw[:2048]) is None:
-            format = guess_mime_from_name(os.fspath(path))
+        raw, format = cls._read_file(path, format, max_bytes, os.fspath(path))
         return cls.from_bytes(raw, format, max_bytes=max_bytes)
 
     @classmethod
     def from_bytes(cls, data: bytes, format: str | None = None, *, max_bytes: int | None = None) -> Audio:
         """Audio bytes; ``format`` ("wav", "mp3" or a MIME type) is detected when omitted."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"Audio.from_bytes expects bytes, got {type(data).__name__}")
-        b64 = base64.b64encode(bytes(data)).decode("ascii")
-        return cls.from_base64(b64, format, max_bytes=max_bytes)
+        return cls.from_base64(cls._base64_of(data), format, max_bytes=max_bytes)
 
     @classmethod
     def from_base64(cls, data: str, format: str | None = None, *, max_bytes: int | None = None) -> Audio:
@@ -120,7 +97,7 @@ class Audio(Media):
         """Download an audio file now (http/https) and hold it inline."""
         if url.startswith("data:"):
             return cls.from_data_uri(url, max_bytes=max_bytes)
-        raw, content_type = fetch(url, max_bytes or cls.MAX_BYTES, timeout, "Audio")
+        raw, content_type = cls._download(url, max_bytes, timeout)
         if format is None and content_type and content_type.lower().startswith("audio/"):
             format = content_type
         return cls.from_bytes(raw, format, max_bytes=max_bytes)

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import base64
 import mimetypes
 import os
-from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any, ClassVar
-
-from pydantic import ValidationInfo, model_validator
 
 from sigform.types.media import (
     ContentPart,
     Media,
     check_mime_syntax,
-    fetch,
     guess_mime_from_name,
     human_size,
     inline_content,
-    max_bytes_of,
     parse_data_uri,
-    read_path,
-    sniff_mime,
 )
 
 __all__ = ["File"]
@@ -46,23 +38,15 @@ class File(Media):
 
     KIND: ClassVar[str] = "file"
     MAX_BYTES: ClassVar[int] = 32_000_000
+    BUILT_WITH: ClassVar[tuple[str, ...]] = ("from_path", "from_bytes", "from_data_uri", "from_id")
 
     data: str | None = None
     file_id: str | None = None
     mime_type: str | None = None
     filename: str | None = None
 
-    @model_validator(mode="before")
     @classmethod
-    def _validate(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, str):
-            raise ValueError(
-                "a File is built explicitly, not from a plain string: use File.from_path(...), "
-                "File.from_bytes(...), File.from_data_uri(...) or File.from_id(...)"
-            )
-        if not isinstance(value, Mapping):
-            return value
-        fields = dict(value)
+    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, Any]:
         data, file_id = fields.get("data"), fields.get("file_id")
         mime, filename = fields.get("mime_type"), fields.get("filename")
         if isinstance(data, str) and data.startswith("data:"):
@@ -77,7 +61,7 @@ class File(Media):
         if isinstance(file_id, str) and not file_id.strip():
             raise ValueError("File: file_id is empty")
         if isinstance(data, str) and (mime is None or isinstance(mime, str)):
-            data, mime = inline_content(data, mime, max_bytes_of(info, cls.MAX_BYTES), "File")
+            data, mime = inline_content(data, mime, max_bytes, "File")
             if mime is None and isinstance(filename, str):
                 mime = guess_mime_from_name(filename)
             if mime is None:
@@ -100,10 +84,8 @@ class File(Media):
         max_bytes: int | None = None,
     ) -> File:
         """A file on disk, read now; the filename defaults to the file's base name."""
-        raw = read_path(path, max_bytes or cls.MAX_BYTES, "File")
         name = filename or PurePath(os.fspath(path)).name
-        if mime_type is None and sniff_mime(raw[:2048]) is None:
-            mime_type = guess_mime_from_name(name)
+        raw, mime_type = cls._read_file(path, mime_type, max_bytes, name)
         return cls.from_bytes(raw, mime_type, filename=name, max_bytes=max_bytes)
 
     @classmethod
@@ -116,10 +98,7 @@ class File(Media):
         max_bytes: int | None = None,
     ) -> File:
         """File bytes; ``mime_type`` is detected (PDF) or guessed from ``filename`` when omitted."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"File.from_bytes expects bytes, got {type(data).__name__}")
-        b64 = base64.b64encode(bytes(data)).decode("ascii")
-        return cls.from_base64(b64, mime_type, filename=filename, max_bytes=max_bytes)
+        return cls.from_base64(cls._base64_of(data), mime_type, filename=filename, max_bytes=max_bytes)
 
     @classmethod
     def from_base64(
@@ -152,7 +131,7 @@ class File(Media):
         timeout: float = 30.0,
     ) -> File:
         """Download a file now (http/https) and hold it inline."""
-        raw, content_type = fetch(url, max_bytes or cls.MAX_BYTES, timeout, "File")
+        raw, content_type = cls._download(url, max_bytes, timeout)
         name = filename or PurePath(url.split("?", 1)[0]).name or None
         if (
             mime_type is None

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import base64
 import io
 import os
-from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
-
-from pydantic import ValidationInfo, model_validator
 
 from sigform.types.media import (
     ContentPart,
     Media,
     check_http_url,
     check_mime_syntax,
-    fetch,
     guess_mime_from_name,
     human_size,
     inline_content,
-    max_bytes_of,
     parse_data_uri,
-    read_path,
-    sniff_mime,
 )
 
 __all__ = ["Image"]
@@ -44,6 +36,7 @@ class Image(Media):
 
     KIND: ClassVar[str] = "image"
     MAX_BYTES: ClassVar[int] = 20_000_000
+    BUILT_WITH: ClassVar[tuple[str, ...]] = ("from_url", "from_path", "from_data_uri")
     SUPPORTED_MIME_TYPES: ClassVar[frozenset[str]] = frozenset(
         {"image/png", "image/jpeg", "image/gif", "image/webp"}
     )
@@ -53,17 +46,8 @@ class Image(Media):
     mime_type: str | None = None
     detail: Detail | None = None
 
-    @model_validator(mode="before")
     @classmethod
-    def _validate(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, str):
-            raise ValueError(
-                "an Image is built explicitly, not from a plain string: use Image.from_url(...), "
-                "Image.from_path(...) or Image.from_data_uri(...)"
-            )
-        if not isinstance(value, Mapping):
-            return value  # an Image instance, or something pydantic will reject with its own error
-        fields = dict(value)
+    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, Any]:
         url, data, mime = fields.get("url"), fields.get("data"), fields.get("mime_type")
         if isinstance(url, str) and url.startswith("data:"):
             if data is not None:
@@ -78,7 +62,7 @@ class Image(Media):
             if guessed is not None and (mime is not None or guessed.startswith("image/")):
                 mime = cls._check_supported(check_mime_syntax(guessed), url)
         if isinstance(data, str):
-            data, mime = inline_content(data, mime, max_bytes_of(info, cls.MAX_BYTES), "Image")
+            data, mime = inline_content(data, mime, max_bytes, "Image")
             if mime is None:
                 raise ValueError(
                     "Image: cannot tell the image type from its bytes; pass mime_type "
@@ -114,7 +98,7 @@ class Image(Media):
         providers that cannot fetch)."""
         if not download or url.startswith("data:"):
             return cls.model_validate({"url": url, "detail": detail}, context={"max_bytes": max_bytes})
-        raw, content_type = fetch(url, max_bytes or cls.MAX_BYTES, timeout, "Image")
+        raw, content_type = cls._download(url, max_bytes, timeout)
         declared = content_type if content_type and content_type.lower().startswith("image/") else None
         return cls.from_bytes(raw, declared, detail=detail, max_bytes=max_bytes)
 
@@ -128,9 +112,7 @@ class Image(Media):
         max_bytes: int | None = None,
     ) -> Image:
         """An image file on disk, read now (type from the bytes, else from the file extension)."""
-        raw = read_path(path, max_bytes or cls.MAX_BYTES, "Image")
-        if mime_type is None and sniff_mime(raw[:2048]) is None:
-            mime_type = guess_mime_from_name(os.fspath(path))
+        raw, mime_type = cls._read_file(path, mime_type, max_bytes, os.fspath(path))
         return cls.from_bytes(raw, mime_type, detail=detail, max_bytes=max_bytes)
 
     @classmethod
@@ -143,10 +125,7 @@ class Image(Media):
         max_bytes: int | None = None,
     ) -> Image:
         """Image bytes; ``mime_type`` is detected from the bytes when omitted."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"Image.from_bytes expects bytes, got {type(data).__name__}")
-        b64 = base64.b64encode(bytes(data)).decode("ascii")
-        return cls.from_base64(b64, mime_type, detail=detail, max_bytes=max_bytes)
+        return cls.from_base64(cls._base64_of(data), mime_type, detail=detail, max_bytes=max_bytes)
 
     @classmethod
     def from_base64(

@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from pydantic import BaseModel, ConfigDict, SerializationInfo, ValidationInfo, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializationInfo,
+    ValidationInfo,
+    model_serializer,
+    model_validator,
+)
 
 __all__ = ["PROMPT_CONTEXT", "Media", "iter_media", "sniff_mime"]
 
@@ -213,6 +220,53 @@ class Media(BaseModel):
 
     KIND: ClassVar[str] = "media"
     MAX_BYTES: ClassVar[int] = 20_000_000
+    # the constructors a "not from a plain string" error points to
+    BUILT_WITH: ClassVar[tuple[str, ...]] = ("from_path", "from_bytes", "from_data_uri")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _validate(cls, value: Any, info: ValidationInfo) -> Any:
+        # every way of building media (constructors, model_validate, a typed field) passes here
+        if isinstance(value, str):
+            article = "an" if cls.__name__[0] in "AEIOU" else "a"
+            ways = [f"{cls.__name__}.{name}(...)" for name in cls.BUILT_WITH]
+            raise ValueError(
+                f"{article} {cls.__name__} is built explicitly, not from a plain string: "
+                f"use {', '.join(ways[:-1])} or {ways[-1]}"
+            )
+        if not isinstance(value, Mapping):
+            return value  # an instance, or something pydantic will reject with its own error
+        return cls._check_fields(dict(value), max_bytes_of(info, cls.MAX_BYTES))
+
+    @classmethod
+    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+        """Check and normalise the given fields (each media type's own rules); ``max_bytes`` is
+        the size limit for inline content."""
+        raise NotImplementedError
+
+    # -- helpers of the subclasses' constructors ----------------------------------------------
+
+    @classmethod
+    def _base64_of(cls, data: bytes) -> str:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"{cls.__name__}.from_bytes expects bytes, got {type(data).__name__}")
+        return base64.b64encode(bytes(data)).decode("ascii")
+
+    @classmethod
+    def _read_file(
+        cls, path: str | os.PathLike[str], declared: str | None, max_bytes: int | None, name: str
+    ) -> tuple[bytes, str | None]:
+        """Read a local file now. Returns its bytes and type: the declared one, else -- only when
+        the bytes do not tell -- the one ``name``'s extension suggests."""
+        raw = read_path(path, max_bytes or cls.MAX_BYTES, cls.__name__)
+        if declared is None and sniff_mime(raw[:2048]) is None:
+            declared = guess_mime_from_name(name)
+        return raw, declared
+
+    @classmethod
+    def _download(cls, url: str, max_bytes: int | None, timeout: float) -> tuple[bytes, str | None]:
+        """Fetch ``url`` now; its bytes and the server's Content-Type."""
+        return fetch(url, max_bytes or cls.MAX_BYTES, timeout, cls.__name__)
 
     def to_content_parts(self) -> list[ContentPart]:
         """OpenAI-style content parts for a user message (litellm translates them per provider)."""
