@@ -26,6 +26,7 @@ def kernel() -> str:
 
 def test_there_is_a_quickstart() -> None:
     assert any(p.name == "01_quickstart.ipynb" for p in NOTEBOOKS)
+    assert any(p.name == "02_testing_offline.ipynb" for p in NOTEBOOKS)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
