@@ -171,6 +171,29 @@ def test_secret_never_leaks(lm_server: FakeOpenAIServer, fast_path: bool, caplog
     assert SECRET.encode() not in disk
 
 
+def test_error_classes_sit_in_the_sigform_hierarchy() -> None:
+    # defined beside their code for now; each is caught by the sigform class it belongs under
+    from sigform.lm.params import ParameterError
+
+    assert issubclass(CredentialError, sf.LMError) and not CredentialError.retryable
+    assert issubclass(ParameterError, sf.InputError) and issubclass(ParameterError, ValueError)
+    vetoed = hooks.RequestVetoed  # a callback's decision, not a failed LM call
+    assert issubclass(vetoed, sf.SigformError) and not issubclass(vetoed, sf.LMError)
+
+
+def test_an_unresolvable_key_fails_the_call_as_an_lm_error(
+    lm_server: FakeOpenAIServer, fast_path: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SIGFORM_TEST_UNSET_KEY", raising=False)
+    lm = LM("openai/fake", api_base=lm_server.api_base, api_key="env:SIGFORM_TEST_UNSET_KEY",
+            fast_path=fast_path, cache=False)
+    with pytest.raises(sf.LMError, match="SIGFORM_TEST_UNSET_KEY is not set") as info:
+        lm(MSG)
+    assert isinstance(info.value, CredentialError)
+    assert lm_server.requests == []  # nothing sent, nothing retried
+    assert lm.stats["errors"] == 1 and lm.history[-1].error is not None
+
+
 def test_dump_state_keeps_references_not_values(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SF_REF_KEY", SECRET)
     lm = LM("openai/gpt-4o-mini", api_key="env:SF_REF_KEY", temperature=0.1, api_version="2024-01-01")

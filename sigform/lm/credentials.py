@@ -23,7 +23,7 @@ import subprocess
 import threading
 from typing import Any
 
-from sigform.errors import SigformError
+from sigform.errors import LMError
 
 __all__ = ["CMD_TIMEOUT", "Credential", "CredentialError", "is_secret_name", "resolve_value", "scrub"]
 
@@ -32,8 +32,10 @@ _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
 _SECRET_SUFFIXES = ("api_key", "_key", "_token", "_secret", "password", "_credentials", "secret_access_key")
 
 
-class CredentialError(SigformError):
-    """A credential or connection setting could not be resolved (the value itself is never shown)."""
+class CredentialError(LMError):
+    """A credential or connection setting could not be resolved (the value itself is never shown).
+
+    An :class:`~sigform.errors.LMError` (the call could not be made), never retried."""
 
 
 def is_secret_name(name: str) -> bool:
