@@ -7,6 +7,7 @@ signature and cached, because signatures are immutable, hashable values.
 
 from __future__ import annotations
 
+import datetime
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,7 +22,22 @@ from sigform.types.inspection import (
 
 __all__ = ["FieldView", "SigCache", "field_views", "kind_of", "value_kind"]
 
-Kind = Literal["str", "int", "float", "bool", "choice", "list", "dict", "model", "media", "history", "other"]
+Kind = Literal[
+    "str",
+    "int",
+    "float",
+    "bool",
+    "choice",
+    "date",
+    "datetime",
+    "time",
+    "list",
+    "dict",
+    "model",
+    "media",
+    "history",
+    "other",
+]
 
 # kinds whose text is one closed-set token: a cut-off value cannot pass for a complete one
 CLOSED_KINDS = frozenset({"bool", "choice"})
@@ -64,6 +80,11 @@ def value_kind(base: Any) -> str:
         return "float"
     if is_enum_type(base) or origin_of(base) is Literal:
         return "choice"
+    if isinstance(base, type) and issubclass(base, (datetime.date, datetime.time)):
+        # datetime subclasses date: test it first
+        if issubclass(base, datetime.datetime):
+            return "datetime"
+        return "date" if issubclass(base, datetime.date) else "time"
     name = getattr(base, "__name__", "")
     if getattr(base, "__module__", "").startswith("sigform.types"):
         if name in ("Image", "Audio", "File"):

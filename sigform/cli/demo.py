@@ -100,6 +100,8 @@ def run_demo(
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal:  # piped or in CI: rich would squeeze the table into 80 columns
+        console = Console(width=150)
     demos = load_examples("demo_demos.jsonl")
     data = load_examples("demo_data.jsonl")[:limit]
     lm = sf.LM(model, temperature=0, max_tokens=120, cache=False)
