@@ -115,8 +115,9 @@ def report_and_check(label: str, tallies: Tallies, notes: Notes, *, min_right: f
         n = sum(tally.values())
         total_right += right
         total += n
+        share = 100 * right / max(n, 1)
         print(
-            f"{label} {fmt:5s}: {right}/{n} right ({100 * right / max(n, 1):.1f}%)  correct={tally['correct']} "
+            f"{label} {fmt:5s}: {right}/{n} right ({share:.1f}%)  correct={tally['correct']} "
             f"missed={tally['missed']} WRONG={tally['WRONG']} rejected={tally['rejected']} "
             f"ACCEPT={tally['ACCEPT']}"
         )

@@ -9,7 +9,6 @@ WRONG and ACCEPT must be zero.
 from __future__ import annotations
 
 import pytest
-
 from corpus_grading import CORPUS, Notes, Tallies, load_cases, load_types, report_and_check, run_cases
 
 pytestmark = pytest.mark.skipif(not (CORPUS / "cases.jsonl").exists(), reason="parse corpus not present")
