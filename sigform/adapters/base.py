@@ -2,8 +2,9 @@
 
 Subclasses (chat, JSON, XML, two-step) supply their templates, how one value is written, which
 format their answer is read in first and request options (stop sequences, response formats).
-The call loop is written once as a generator that yields LM requests, driven by a sync
-(:meth:`Adapter.run`) or async (:meth:`Adapter.arun`) driver, so both paths behave the same:
+The call loop is written once as a generator that yields LM requests, stepped by a sync
+(:meth:`Adapter.run`) or async (:meth:`Adapter.arun`) driver through a
+:class:`~sigform.adapters.call_plan.CallPlan`, so both paths behave the same:
 
 1. format and send; parse every candidate;
 2. a candidate whose *values* do not validate (:class:`FieldValueError`) is asked again, up to
@@ -26,11 +27,11 @@ import os
 import re
 import threading
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic_core import to_jsonable_python
 
+from sigform.adapters.call_plan import CallPlan, Request
 from sigform.adapters.extraction import Extracted, extract
 from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.adapters.messages import MediaCollector, assemble_with_layout
@@ -45,7 +46,7 @@ from sigform.adapters.native_tools import (
 from sigform.adapters.result import AdapterResult, Slot, final_error
 from sigform.adapters.templating import TemplateSet
 from sigform.conversation import LAYOUT_KEY, Layout, asend, send
-from sigform.errors import ContextWindowError, FieldError, FieldValueError, ParseError, StructureError
+from sigform.errors import FieldError, FieldValueError, ParseError, StructureError
 from sigform.hooks import emit
 from sigform.lm.interface import Completion, LMProtocol, Usage
 
@@ -56,21 +57,35 @@ _MARK_RE = re.compile("\x01(\\d+)\x02")
 _NO_RETRY_FINISH = {"length", "content_filter", "refusal", "safety"}
 
 
-@dataclass
-class Request:
-    """One LM request the call loop wants made."""
-
-    messages: list[Message]
-    kwargs: dict[str, Any]
-
-
 class _RunState:
+    """What one run has sent and received so far, across reasks, fallback and sub-loops."""
+
     def __init__(self) -> None:
         self.usage = Usage()
         self.attempts = 0
         self.received: list[Completion] = []
         self.first_messages: list[Message] | None = None
         self.first_kwargs: dict[str, Any] = {}
+
+    def absorb(self, sub: AdapterResult) -> None:
+        """Count a finished sub-loop's requests, usage and completions as this run's own."""
+        self.attempts += sub.attempts
+        self.usage = self.usage + sub.usage
+        self.received.extend(sub.all_completions)
+
+    def result(
+        self, outputs: list[dict[str, Any]], completions: list[Completion], adapter_names: list[str]
+    ) -> AdapterResult:
+        return AdapterResult(
+            outputs=outputs,
+            completions=completions,
+            usage=self.usage,
+            adapter_names=adapter_names,
+            attempts=self.attempts,
+            messages=self.first_messages or [],
+            all_completions=self.received,
+            request_kwargs=self.first_kwargs,
+        )
 
 
 class Adapter:
@@ -522,16 +537,8 @@ class Adapter:
                 old.adapters.extend(new.adapters)
         if not all(s.ok for s in slots):
             raise final_error(slots, names)
-        return AdapterResult(
-            outputs=[s.outputs for s in slots if s.outputs is not None],
-            completions=[s.completion for s in slots],
-            usage=state.usage,
-            adapter_names=names,
-            attempts=state.attempts,
-            messages=state.first_messages or [],
-            all_completions=state.received,
-            request_kwargs=state.first_kwargs,
-        )
+        outputs = [s.outputs for s in slots if s.outputs is not None]
+        return state.result(outputs, [s.completion for s in slots], names)
 
     # ---- drivers ---------------------------------------------------------------------------------
 
@@ -544,23 +551,15 @@ class Adapter:
         **lm_kwargs: Any,
     ) -> AdapterResult:
         """Format, call ``lm``, parse (with reask and fallback); returns an :class:`AdapterResult`."""
-        gen = self._run(lm, signature, demos, inputs, lm_kwargs)
-        try:
-            request = next(gen)
-            while True:
-                kwargs = dict(request.kwargs)
-                target = kwargs.pop("__lm__", lm)
-                try:  # fitted to the context window, normalised for the provider, cache-marked
-                    completions = send(target, request.messages, kwargs)
-                except ContextWindowError:
-                    gen.close()
-                    raise
-                except Exception as exc:
-                    request = gen.throw(exc)
-                else:
-                    request = gen.send(completions)
-        except StopIteration as stop:
-            return stop.value
+        plan = CallPlan(self._run(lm, signature, demos, inputs, lm_kwargs))
+        while plan.request is not None:
+            try:  # fitted to the context window, normalised for the provider, cache-marked
+                completions = send(*plan.lm_call(lm))
+            except Exception as exc:
+                plan.fail(exc)
+            else:
+                plan.reply(completions)
+        return plan.result
 
     async def arun(
         self,
@@ -571,23 +570,15 @@ class Adapter:
         **lm_kwargs: Any,
     ) -> AdapterResult:
         """Async twin of :meth:`run` (uses ``lm.acall``)."""
-        gen = self._run(lm, signature, demos, inputs, lm_kwargs)
-        try:
-            request = next(gen)
-            while True:
-                kwargs = dict(request.kwargs)
-                target = kwargs.pop("__lm__", lm)
-                try:
-                    completions = await asend(target, request.messages, kwargs)
-                except ContextWindowError:
-                    gen.close()
-                    raise
-                except Exception as exc:
-                    request = gen.throw(exc)
-                else:
-                    request = gen.send(completions)
-        except StopIteration as stop:
-            return stop.value
+        plan = CallPlan(self._run(lm, signature, demos, inputs, lm_kwargs))
+        while plan.request is not None:
+            try:
+                completions = await asend(*plan.lm_call(lm))
+            except Exception as exc:
+                plan.fail(exc)
+            else:
+                plan.reply(completions)
+        return plan.result
 
     def __call__(
         self,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from sigform.adapters.base import Adapter, Request, _RunState
+from sigform.adapters.base import Adapter, _RunState
+from sigform.adapters.call_plan import ROUTE_KEY, CallPlan, Request
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView
 from sigform.adapters.result import AdapterResult
@@ -114,48 +115,28 @@ class TwoStepAdapter(Adapter):
                     adapter=self.name,
                     completions=list(completions),
                 )
-            sub = yield from _Delegate(extraction_lm, lm).run(
-                extractor._run(extraction_lm, extraction_sig, None, {response_name: completion.text}, extra)
+            sub = yield from _routed(
+                extractor._run(extraction_lm, extraction_sig, None, {response_name: completion.text}, extra),
+                extraction_lm,
             )
-            state.attempts += sub.attempts
-            state.usage = state.usage + sub.usage
-            state.received.extend(sub.all_completions)
+            state.absorb(sub)
             outputs.append(sub.outputs[0])
             for adapter_name in sub.adapter_names:
                 if adapter_name not in names:
                     names.append(adapter_name)
-        return AdapterResult(
-            outputs=outputs,
-            completions=list(completions),
-            usage=state.usage,
-            adapter_names=names,
-            attempts=state.attempts,
-            messages=messages,
-            all_completions=state.received,
-            request_kwargs=dict(lm_kwargs),
-        )
+        return state.result(outputs, list(completions), names)
 
 
-class _Delegate:
-    """Routes the extraction sub-loop's requests to the extraction LM."""
-
-    def __init__(self, extraction_lm: LMProtocol, main_lm: LMProtocol) -> None:
-        self.extraction_lm = extraction_lm
-        self.main_lm = main_lm
-
-    def run(self, gen: Generator[Request, Any, AdapterResult]) -> Generator[Request, Any, AdapterResult]:
-        request = next(gen)
-        while True:
-            request = Request(request.messages, {**request.kwargs, "__lm__": self.extraction_lm})
-            try:
-                completions = yield request
-            except Exception as exc:
-                try:
-                    request = gen.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-                continue
-            try:
-                request = gen.send(completions)
-            except StopIteration as stop:
-                return stop.value
+def _routed(
+    loop: Generator[Request, Any, AdapterResult], lm: LMProtocol
+) -> Generator[Request, Any, AdapterResult]:
+    """The extraction sub-loop ``loop``, its requests routed to the extraction ``lm``."""
+    plan = CallPlan(loop)
+    while (request := plan.request) is not None:
+        try:
+            completions = yield Request(request.messages, {**request.kwargs, ROUTE_KEY: lm})
+        except Exception as exc:
+            plan.fail(exc)
+        else:
+            plan.reply(completions)
+    return plan.result

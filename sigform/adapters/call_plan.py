@@ -1,0 +1,72 @@
+"""Stepping the adapters' call loop, written once as a generator of LM requests.
+
+The loop (:meth:`sigform.adapters.base.Adapter._run`) yields each :class:`Request` it wants made
+and returns its result. The sync driver, the async driver and the two-step adapter's extraction
+sub-loop step it through one :class:`CallPlan`; they differ only in how a request gets answered
+(a call, an await, a yield to the outer loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from sigform.errors import ContextWindowError
+from sigform.lm.interface import Completion, LMProtocol
+
+__all__ = ["ROUTE_KEY", "CallPlan", "Request"]
+
+Message = dict[str, Any]
+Result = TypeVar("Result")
+
+# request kwarg naming the LM a request goes to when it is not the caller's (two-step extraction)
+ROUTE_KEY = "__lm__"
+
+
+@dataclass
+class Request:
+    """One LM request the call loop wants made."""
+
+    messages: list[Message]
+    kwargs: dict[str, Any]
+
+
+class CallPlan(Generic[Result]):
+    """A call-loop generator, stepped: :attr:`request` is what it wants next (``None`` once it has
+    finished), answered with :meth:`reply` or :meth:`fail`; then :attr:`result` holds its value."""
+
+    __slots__ = ("_loop", "request", "result")
+
+    def __init__(self, loop: Generator[Request, Any, Result]) -> None:
+        self._loop = loop
+        self.request: Request | None = None
+        self.result: Result
+        self._advance(loop.send, None)
+
+    def lm_call(self, default_lm: LMProtocol) -> tuple[LMProtocol, list[Message], dict[str, Any]]:
+        """The current request as ``send``'s arguments: the LM it is routed to (``default_lm``
+        unless routed elsewhere), its messages and its request options."""
+        assert self.request is not None
+        kwargs = dict(self.request.kwargs)
+        return kwargs.pop(ROUTE_KEY, default_lm), self.request.messages, kwargs
+
+    def reply(self, completions: list[Completion]) -> None:
+        """Answer the current request."""
+        self._advance(self._loop.send, completions)
+
+    def fail(self, exc: Exception) -> None:
+        """Report that the current request raised ``exc``; the loop may recover (a JSON
+        response-format step-down) or lets ``exc`` propagate from here."""
+        if isinstance(exc, ContextWindowError):
+            # final: the request is already fitted to the window, asking again would not help
+            self._loop.close()
+            raise exc
+        self._advance(self._loop.throw, exc)
+
+    def _advance(self, step: Callable[[Any], Request], value: Any) -> None:
+        try:
+            self.request = step(value)
+        except StopIteration as stop:
+            self.request = None
+            self.result = stop.value
