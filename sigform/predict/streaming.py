@@ -102,7 +102,7 @@ class _StreamingLM:
 class _Events:
     """Turns LM deltas into field events for one program call."""
 
-    def __init__(self, program: Predict, adapter: Any, signature: Any, native_reasoning: bool) -> None:
+    def __init__(self, adapter: Any, signature: Any, native_reasoning: bool) -> None:
         self.parser = adapter.stream_parser(signature)
         self.native_reasoning = native_reasoning
         self.reasoning = ""
@@ -127,6 +127,33 @@ class _Events:
         return [StreamEvent(d.field, d.text_so_far, d.done) for d in self.parser.finish()]
 
 
+class _ModuleCall:
+    """The ``module_start`` / ``module_end`` hook events of one streamed program call."""
+
+    def __init__(self, program: Predict, inputs: Mapping[str, Any]) -> None:
+        self.program = program
+        self.call_id = next(_call_ids)
+        emit(
+            "module_start",
+            callbacks=program.callbacks,
+            module=program,
+            call_id=self.call_id,
+            args=(),
+            inputs=inputs,
+        )
+
+    def end(self, outputs: Prediction | None, error: BaseException | None) -> None:
+        program = self.program
+        emit(
+            "module_end",
+            callbacks=program.callbacks,
+            module=program,
+            call_id=self.call_id,
+            outputs=outputs,
+            error=error,
+        )
+
+
 def _setup(
     program: Predict, inputs: Mapping[str, Any]
 ) -> tuple[Any, Any, Any, Any, Any, dict[str, Any], bool]:
@@ -138,11 +165,10 @@ def _setup(
 
 def stream_predict(program: Predict, inputs: Mapping[str, Any]) -> Iterator[StreamEvent | Prediction]:
     """The generator behind :meth:`Predict.stream` (see the module docstring)."""
-    call_id = next(_call_ids)
-    emit("module_start", callbacks=program.callbacks, module=program, call_id=call_id, args=(), inputs=inputs)
+    hooks = _ModuleCall(program, inputs)
     try:
         lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs)
-        events = _Events(program, adapter, signature, native)
+        events = _Events(adapter, signature, native)
         pipe: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         shim = _StreamingLM(lm, lambda delta: pipe.put(("delta", delta)))
 
@@ -165,23 +191,9 @@ def stream_predict(program: Predict, inputs: Mapping[str, Any]) -> Iterator[Stre
                 prediction = program._prediction(value, lm)
                 break
     except BaseException as exc:
-        emit(
-            "module_end",
-            callbacks=program.callbacks,
-            module=program,
-            call_id=call_id,
-            outputs=None,
-            error=exc,
-        )
+        hooks.end(None, exc)
         raise
-    emit(
-        "module_end",
-        callbacks=program.callbacks,
-        module=program,
-        call_id=call_id,
-        outputs=prediction,
-        error=None,
-    )
+    hooks.end(prediction, None)
     yield prediction
 
 
@@ -189,12 +201,11 @@ async def astream_predict(
     program: Predict, inputs: Mapping[str, Any]
 ) -> AsyncIterator[StreamEvent | Prediction]:
     """The async generator behind :meth:`Predict.astream` (no threads: one task on this loop)."""
-    call_id = next(_call_ids)
-    emit("module_start", callbacks=program.callbacks, module=program, call_id=call_id, args=(), inputs=inputs)
+    hooks = _ModuleCall(program, inputs)
     task: asyncio.Task[Any] | None = None
     try:
         lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs)
-        events = _Events(program, adapter, signature, native)
+        events = _Events(adapter, signature, native)
         pipe: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         shim = _StreamingLM(lm, lambda delta: pipe.put_nowait(("delta", delta)))
         task = asyncio.ensure_future(adapter.arun(shim, signature, demos, checked, **kwargs))
@@ -213,21 +224,7 @@ async def astream_predict(
     except BaseException as exc:
         if task is not None and not task.done():
             task.cancel()
-        emit(
-            "module_end",
-            callbacks=program.callbacks,
-            module=program,
-            call_id=call_id,
-            outputs=None,
-            error=exc,
-        )
+        hooks.end(None, exc)
         raise
-    emit(
-        "module_end",
-        callbacks=program.callbacks,
-        module=program,
-        call_id=call_id,
-        outputs=prediction,
-        error=None,
-    )
+    hooks.end(prediction, None)
     yield prediction
