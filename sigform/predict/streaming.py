@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import itertools
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -30,14 +29,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sigform.hooks import emit
+from sigform.predict.module import _call_ids  # one counter: a call id never names two calls
 from sigform.predict.prediction import Prediction
 
 if TYPE_CHECKING:
     from sigform.predict.predict import Predict
 
 __all__ = ["StreamEvent", "astream_predict", "stream_predict"]
-
-_call_ids = itertools.count(1)
 
 
 @dataclass(frozen=True)
