@@ -61,6 +61,29 @@ class _ChoiceNode(Node):
     def allowed(self) -> str:
         return ", ".join(repr(c.value if isinstance(c, enum.Enum) else c) for c in self.choices)
 
+    def _convert_text(self, value: str, name: str) -> Any:
+        cleaned, inner = _scalar_text(value, name, self)
+        if cleaned is None:  # the text was a JSON wrapper (["gold"], {"value": "gold"})
+            return self.convert(inner, name, False)
+        hit = self.match_text(cleaned)
+        if hit is _MISSING:
+            raise Invalid(
+                "the value is empty" if not cleaned else f"{cleaned[:60]!r} is not one of: {self.allowed()}"
+            )
+        return hit
+
+    def _convert_wrapped(self, value: Any, name: str) -> Any:
+        """Last resort: a single value wrapped in a one-item container; else a clear refusal."""
+        ok, inner = unwrap_single(value, name)
+        if ok and not isinstance(inner, (dict, list)):
+            return self.convert(inner, name, False)
+        if isinstance(value, (dict, list, bool)) or value is None:
+            raise Invalid(f"expected one of: {self.allowed()}; got {describe_seen(value)}")
+        raise Invalid(f"{value!r} is not one of: {self.allowed()}")
+
+    def _text_fit(self, value: Any) -> float:
+        return 1.5 if isinstance(value, str) and self.tiers[0].get(value.strip()) else 0.0
+
 
 _MISSING = object()
 
@@ -98,17 +121,7 @@ class LiteralNode(_ChoiceNode):
             if _same(value, c):
                 return c
         if isinstance(value, str):
-            cleaned, inner = _scalar_text(value, name, self)
-            if cleaned is None:
-                return self.convert(inner, name, False)
-            hit = self.match_text(cleaned)
-            if hit is _MISSING:
-                raise Invalid(
-                    "the value is empty"
-                    if not cleaned
-                    else f"{cleaned[:60]!r} is not one of: {self.allowed()}"
-                )
-            return hit
+            return self._convert_text(value, name)
         if isinstance(value, float) and value.is_integer() and not isinstance(value, bool):
             for c in self.choices:
                 if _same(int(value), c):
@@ -117,19 +130,12 @@ class LiteralNode(_ChoiceNode):
             hit = self.match_text(str(value))
             if hit is not _MISSING and not isinstance(hit, int):
                 return hit
-        ok, inner = unwrap_single(value, name)
-        if ok and not isinstance(inner, (dict, list)):
-            return self.convert(inner, name, False)
-        if isinstance(value, (dict, list, bool)) or value is None:
-            raise Invalid(f"expected one of: {self.allowed()}; got {describe_seen(value)}")
-        raise Invalid(f"{value!r} is not one of: {self.allowed()}")
+        return self._convert_wrapped(value, name)
 
     def fit(self, value: Any, text: bool) -> float:
         if any(_same(value, c) for c in self.choices):
             return 2.0
-        if isinstance(value, str) and self.tiers[0].get(value.strip()):
-            return 1.5
-        return 0.0
+        return self._text_fit(value)
 
 
 class EnumNode(_ChoiceNode):
@@ -158,6 +164,17 @@ class EnumNode(_ChoiceNode):
             out.append((m, forms))
         return out
 
+    def match_text(self, text: str) -> Any:
+        """The tiers, then ``Enum.NAME`` and, for numeric enums, the value written as text."""
+        hit = super().match_text(text)
+        if hit is _MISSING:
+            q = _QUALIFIED.match(text)
+            if q and text.split(".")[0].casefold() == self.annotation.__name__.casefold():
+                hit = super().match_text(q.group(1))
+        if hit is _MISSING and self.numeric and INT_TEXT.fullmatch(text):
+            hit = self.by_value.get((int, int(text)), _MISSING)
+        return hit
+
     def convert(self, value: Any, name: str, text: bool) -> Any:
         if isinstance(value, self.annotation):
             return value
@@ -173,29 +190,8 @@ class EnumNode(_ChoiceNode):
                 if hit is not None:
                     return hit
         if isinstance(value, str):
-            cleaned, inner = _scalar_text(value, name, self)
-            if cleaned is None:
-                return self.convert(inner, name, False)
-            hit = self.match_text(cleaned)
-            if hit is _MISSING:
-                q = _QUALIFIED.match(cleaned)
-                if q and cleaned.split(".")[0].casefold() == self.annotation.__name__.casefold():
-                    hit = self.match_text(q.group(1))
-            if hit is _MISSING and self.numeric and INT_TEXT.fullmatch(cleaned):
-                hit = self.by_value.get((int, int(cleaned)), _MISSING)
-            if hit is _MISSING:
-                raise Invalid(
-                    "the value is empty"
-                    if not cleaned
-                    else f"{cleaned[:60]!r} is not one of: {self.allowed()}"
-                )
-            return hit
-        ok, inner = unwrap_single(value, name)
-        if ok and not isinstance(inner, (dict, list)):
-            return self.convert(inner, name, False)
-        if isinstance(value, (dict, list, bool)) or value is None:
-            raise Invalid(f"expected one of: {self.allowed()}; got {describe_seen(value)}")
-        raise Invalid(f"{value!r} is not one of: {self.allowed()}")
+            return self._convert_text(value, name)
+        return self._convert_wrapped(value, name)
 
     def fit(self, value: Any, text: bool) -> float:
         if isinstance(value, self.annotation):
@@ -206,6 +202,4 @@ class EnumNode(_ChoiceNode):
                     return 2.0
             except TypeError:
                 return 0.0
-        if isinstance(value, str) and self.tiers[0].get(value.strip()):
-            return 1.5
-        return 0.0
+        return self._text_fit(value)
