@@ -31,11 +31,18 @@ NEUTRAL_OPEN = "[\u2060["  # a word joiner between the brackets: reads the same,
 _FENCE_OPEN = regex.compile(r"\A\s*```[^\n`]*\n")
 _FENCE_CLOSE = regex.compile(r"\n?```\s*\Z")
 _LABEL_RE = regex.compile(
-    r"^[ \t]*(?:[-*+][ \t]+)?(?:\#{1,6}[ \t]*)?(?:\*\*|__)?[ \t]*(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*"
+    r"^[ \t]*(?:(?:[-*+]|\d{1,3}[.)])[ \t]+)?(?:\#{1,6}[ \t]*)?(?:\*\*|__)?[ \t]*"
+    r"(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*"
     r"(?:(?:\*\*|__)[ \t]*:|:[ \t]*(?:\*\*|__)|:)[ \t]*",
     regex.MULTILINE,
 )
-_HEADING_RE = regex.compile(r"^[ \t]*\#{1,6}[ \t]*(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*$", regex.MULTILINE)
+# a heading line: `## Summary`, or a line that is only a bold name (`**Summary**`)
+_HEADING_RE = regex.compile(
+    r"^[ \t]*(?:\#{1,6}[ \t]*(?P<name>[A-Za-z][\w \-]{0,60}?)"
+    r"|(?:\*\*|__)[ \t]*(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*(?:\*\*|__))[ \t]*$",
+    regex.MULTILINE,
+)
+_BLANK_LINE = regex.compile(r"\n[ \t]*\r?\n")
 
 
 def neutralise_markers(text: str) -> str:
@@ -103,7 +110,7 @@ def find_sections(text: str, matcher: FieldMatcher) -> Sections:
             continue  # an echoed input or an unknown section: it only ends the previous one
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
         value = text[match.end() : end]
-        if i + 1 == len(headers):
+        if i + 1 == len(headers) and value.count("```") % 2:
             value = _FENCE_CLOSE.sub("", value)  # a fence around the whole answer, completed missing
         _add(out, name, restore_markers(value.strip()))
     return out
@@ -121,6 +128,11 @@ def find_labels(text: str, matcher: FieldMatcher) -> Sections:
     marks.sort()
     for i, (_, end, name) in enumerate(marks):
         stop = marks[i + 1][0] if i + 1 < len(marks) else len(text)
-        _add(out, name, text[end:stop].strip())
+        value = text[end:stop]
+        if i + 1 == len(marks) and value[:1] not in ("\n", "\r"):
+            # the last label's value is on its line: a later paragraph is prose after the answer
+            blank = _BLANK_LINE.search(value)
+            value = value[: blank.start()] if blank else value
+        _add(out, name, value.strip())
     out.headers = len(marks)
     return out

@@ -70,10 +70,24 @@ def _read(span: str) -> tuple[Any, str | None]:
         return None, str(exc)
 
 
+def _single_object(text: str) -> bool:
+    """Whether ``text`` has at most one balanced top-level ``{...}`` (braces in strings aside)."""
+    matches = _OBJECT_RE.finditer(text)
+    first = next(matches, None)
+    if first is None:
+        return True  # nothing balanced: one object cut off, or damage the recursive scan cannot follow
+    return next(matches, None) is None
+
+
 def _candidates(text: str) -> tuple[list[Any], str | None]:
     stripped = text.strip()
     if stripped[:1] in "{[":
-        value, problem = _read(stripped)
+        try:
+            value = json.loads(stripped, object_pairs_hook=_pairs)
+        except (ValueError, RecursionError):
+            # a repaired read of the whole text is only trusted when it holds one top-level
+            # object: json-repair reads `{answer} prose {template}` as the *last* object
+            value = _read(stripped)[0] if _single_object(stripped) else None
         if value is not None and (isinstance(value, dict) or (isinstance(value, list) and value)):
             return [value], None
     body = _FENCE_LINE_RE.sub("", text) if "```" in text else text

@@ -94,7 +94,12 @@ def element_value(el: Element, text: str, annotation: Any) -> Any:
         return [element_value(c, text, item) for c in el.children]
     if kind == "dict" and el.children:
         value_ann = _item_annotation(annotation, -1)
-        return {c.name: element_value(c, text, value_ann) for c in el.children}
+        pairs = [(c.name, element_value(c, text, value_ann)) for c in el.children]
+        if len({k for k, _ in pairs}) < len(pairs):
+            # a key given twice (`<item>` children, say): the value engine's key/value-list form
+            # rejects differing values instead of the last one silently winning
+            return [{"key": k, "value": v} for k, v in pairs]
+        return dict(pairs)
     if kind == "model" and (el.children or el.attrs):
         base = _base(annotation)
         fields = _model_fields(base)

@@ -1,5 +1,5 @@
 """Matching what the LM wrote as a field name (``Capital``, ``News Title``, ``reading-minutes``,
-``**Decision**``) to the signature's field names."""
+``readingMinutes``, ``**Decision**``) to the signature's field names."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from collections.abc import Iterable
 
 import regex
 
-__all__ = ["FieldMatcher", "norm_name"]
+__all__ = ["FieldMatcher", "compact_name", "norm_name"]
 
 _SEPARATORS = regex.compile(r"[\s\-.]+")
+_NON_ALNUM = regex.compile(r"[\W_]+")
 _DECORATION = "*_`'\" \t:"
 
 
@@ -21,11 +22,16 @@ def norm_name(name: str) -> str:
 class FieldMatcher:
     """Maps written names to declared field names (exact name first, then the normalised form)."""
 
-    __slots__ = ("_by_norm", "exact_header_re", "names")
+    __slots__ = ("_by_compact", "_by_norm", "exact_header_re", "names")
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = tuple(names)
         self._by_norm = {norm_name(n): n for n in self.names}
+        # separators dropped (camelCase keys: ``readingMinutes``); a form two fields share is no match
+        self._by_compact: dict[str, str | None] = {}
+        for n in self.names:
+            key = compact_name(n)
+            self._by_compact[key] = n if self._by_compact.get(key, n) == n else None
         # the headers a clean chat answer uses; when they are the only "[[" in the text, the
         # lenient scan would find exactly these, so the parser can take this cheaper path
         alternatives = "|".join(regex.escape(n) for n in (*self.names, "completed"))
@@ -36,4 +42,9 @@ class FieldMatcher:
     def match(self, written: str) -> str | None:
         if written in self._by_norm.values():
             return written
-        return self._by_norm.get(norm_name(written))
+        return self._by_norm.get(norm_name(written)) or self._by_compact.get(compact_name(written))
+
+
+def compact_name(name: str) -> str:
+    """A name with case and every separator dropped: ``readingMinutes`` -> ``readingminutes``."""
+    return _NON_ALNUM.sub("", name.lower())

@@ -19,6 +19,8 @@ from sigform.types.coercion._text import WRAPPER_KEYS, key_norm, strip_fence, un
 __all__ = ["DictNode", "SeqNode", "TupleNode", "split_items"]
 
 _MARKER = re.compile(r"\A(?:[-*\u2022+]|\d{1,3}[.)]|\(\d{1,3}\))\s+(.*)\Z", re.S)
+# lettered items, a) b) c) / (a) (b) / a. b.: only read as markers when they run a, b, c, ...
+_LETTER = re.compile(r"\A(?:\(([A-Za-z])\)|([A-Za-z])[.)])\s+(.*)\Z", re.S)
 _THOUSANDS = re.compile(r"[-+]?\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?")
 _KEY_LINE = re.compile(r"\A(?:[-*\u2022+]\s+)?(.+?)\s*[:=]\s*(.*)\Z", re.S)
 
@@ -39,7 +41,8 @@ def split_items(text: str, numeric: bool) -> list[str]:
         if all(marked):
             return [m.group(1).strip() for m in marked if m]
         if not any(marked):
-            return [line.strip() for line in lines]
+            lettered = _lettered(lines)
+            return lettered if lettered is not None else [line.strip() for line in lines]
         raise Invalid("the list mixes items and other text")
     line = lines[0].strip()
     if numeric:
@@ -57,6 +60,22 @@ def split_items(text: str, numeric: bool) -> list[str]:
         items.pop()  # "a, b," trailing separator
     if any(not item for item in items):
         raise Invalid("the list has an empty item")
+    return items
+
+
+def _lettered(lines: list[str]) -> list[str] | None:
+    """Items of ``a) x`` / ``(b) y`` / ``c. z`` lines lettered in order from a (or A), else None."""
+    if len(lines) < 2:
+        return None
+    items: list[str] = []
+    for i, line in enumerate(lines):
+        m = _LETTER.match(line.strip())
+        letter = (m.group(1) or m.group(2)) if m else ""
+        if not m or i >= 26 or letter.lower() != "abcdefghijklmnopqrstuvwxyz"[i]:
+            return None
+        if letter.isupper() != lines[0].strip().lstrip("(")[:1].isupper():
+            return None
+        items.append(m.group(3).strip())
     return items
 
 

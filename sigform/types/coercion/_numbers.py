@@ -1,8 +1,8 @@
 """Numbers from LM text: one clean number, or an error.
 
 Accepted: an optional sign, digits with correctly grouped thousands separators
-(``1,048,576``), a decimal part and exponent; ``$`` only on fields named ``*_usd``; ``%`` only
-on fields named ``*_percent`` (``8.25%`` is ``8.25``, not ``0.0825``). Everything else
+(``1,048,576``), a decimal part and exponent; ``$`` (or ``US$``, ``USD``) only on fields named
+``*_usd``; ``%`` only on fields named ``*_percent`` (``8.25%`` is ``8.25``, not ``0.0825``). Everything else
 (ranges, hedges, words, units, decimal commas) is an error: there is no single reading.
 """
 
@@ -17,10 +17,10 @@ __all__ = ["INT_TEXT", "parse_number"]
 
 INT_TEXT = re.compile(r"[-+]?\d+")
 _NUMBER = re.compile(
-    r"""(?P<sign>[-+\u2212])?\s*(?P<cur>\$)?\s*(?P<sign2>[-+\u2212])?
+    r"""(?P<sign>[-+\u2212])?\s*(?P<cur>(?:US)?\$|USD(?![A-Za-z]))?\s*(?P<sign2>[-+\u2212])?
     (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)
     (?P<exp>[eE][-+]?\d{1,4})?
-    \s*(?P<pct>%)?""",
+    \s*(?P<pct>%)?(?:\s*(?P<cur2>USD))?""",
     re.X,
 )
 _MAX_DIGITS = 4000  # Python refuses to convert longer digit strings to int
@@ -36,7 +36,7 @@ def parse_number(text: str, field: str, *, integer: bool) -> int | float:
     if m.group("sign") and m.group("sign2"):
         raise Invalid(f"{text!r} is not a number")
     lowered = field.lower()
-    if m.group("cur") and not lowered.endswith("_usd"):
+    if (m.group("cur") or m.group("cur2")) and not lowered.endswith("_usd"):
         raise Invalid(f"a currency sign is only accepted on *_usd fields; saw {text!r}")
     if m.group("pct") and not lowered.endswith("_percent"):
         raise Invalid(f"a percent sign is only accepted on *_percent fields; saw {text!r}")
