@@ -79,6 +79,13 @@ def median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
+def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float | None:
+    """Median over rounds of ``numerators[i] / denominators[i]`` (rounds measured back to back,
+    so each pair saw the same machine load); None when either side is missing."""
+    pairs = [n / d for n, d in zip(numerators, denominators, strict=False) if d > 0]
+    return median(pairs) if pairs and len(numerators) == len(denominators) else None
+
+
 def time_calls(fn: Callable[[], Any], calls: int, repeats: int) -> float:
     """Median seconds per call of ``fn`` over ``repeats`` rounds of ``calls`` calls (one warm-up)."""
     fn()

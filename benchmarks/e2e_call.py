@@ -11,7 +11,9 @@ both sides, same fake server (separate process). Compared with:
   (``openai/gpt-4o-mini``);
 * sigform through litellm (``fast_path=False``), for reference.
 
-Medians of ``repeats`` rounds of ``calls`` sequential calls, after a warm-up call.
+Rounds of ``calls`` sequential calls (after a warm-up call) alternate between all configurations;
+times are medians over rounds and each ratio is the median of the per-round ratios (pairs of
+rounds run back to back see the same machine load).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import json
 from typing import Any
 
 from benchmarks.adapters_speed import Small
-from benchmarks.common import Row, Section, median, profile_top, run_dspy, speedup, time_calls
+from benchmarks.common import Row, Section, median, paired_ratio, profile_top, run_dspy, time_calls
 from benchmarks.fake_server import FakeServer
 
 CHAT_REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
@@ -80,35 +82,42 @@ def run(
                 dspy_body = server.requests()[-1]
         ms = {k: median(v) for k, v in samples.items() if not k.startswith("dspy:")}
         theirs = {k[5:]: median(v) for k, v in samples.items() if k.startswith("dspy:")}
+
+        def ratio(num: str, den: str) -> float | None:
+            return paired_ratio(samples[num], samples[den]) if num in samples and den in samples else None
+
         slow_profile = None
-        sf_known = ms["sigform|openai/gpt-4o-mini"]
-        if sf_known > 2 * ms["floor"] or (theirs and sf_known >= theirs["auto|openai/gpt-4o-mini"]):
-            slow_profile = profile_top(fns["sigform|openai/gpt-4o-mini"][0])
+        known = "sigform|openai/gpt-4o-mini"
+        vs_floor, vs_dspy = ratio(known, "floor"), ratio("dspy:auto|openai/gpt-4o-mini", known)
+        if (vs_floor or 0) > 2 or (vs_dspy is not None and vs_dspy <= 1):
+            slow_profile = profile_top(fns[known][0])
     floor = ms["floor"]
     section.rows.append(Row("4 e2e call", "bare httpx POST, same body (floor)", "ms", floor, None, 1.0,
                             ratio_desc="sigform / floor"))
     for model in MODELS:
         mine = ms[f"sigform|{model}"]
         name = model.split("/")[1]
+        over = ratio(f"sigform|{model}", "floor")
         section.rows.append(Row(
-            "4 e2e call", f"Predict call vs floor ({name})", "ms", mine, None, mine / floor,
-            ratio_desc="sigform / floor", target="<= 2x floor", met=mine / floor <= 2,
+            "4 e2e call", f"Predict call vs floor ({name})", "ms", mine, None, over,
+            ratio_desc="sigform / floor", target="<= 2x floor", met=over is not None and over <= 2,
         ))
     for engine, label in (("auto", "DSPy default (native lm15)"), ("litellm", "DSPy litellm")):
         for model in MODELS:
             other = theirs.get(f"{engine}|{model}")
             mine = ms[f"sigform|{model}"]
-            ratio = speedup(mine, other)
+            speed = ratio(f"dspy:{engine}|{model}", f"sigform|{model}")
             is_target = engine == "auto"
             section.rows.append(Row(
-                "4 e2e call", f"Predict call vs {label} ({model.split('/')[1]})", "ms", mine, other, ratio,
+                "4 e2e call", f"Predict call vs {label} ({model.split('/')[1]})", "ms", mine, other, speed,
                 target="faster than DSPy" if is_target else "",
-                met=(ratio > 1) if (is_target and ratio is not None) else None,
+                met=(speed > 1) if (is_target and speed is not None) else None,
             ))
     lite = ms["sigform-litellm|openai/gpt-4o-mini"]
     section.rows.append(Row(
         "4 e2e call", "sigform via litellm vs DSPy litellm (gpt-4o-mini)", "ms", lite,
-        theirs.get("litellm|openai/gpt-4o-mini"), speedup(lite, theirs.get("litellm|openai/gpt-4o-mini")),
+        theirs.get("litellm|openai/gpt-4o-mini"),
+        ratio("dspy:litellm|openai/gpt-4o-mini", "sigform-litellm|openai/gpt-4o-mini"),
         note="sigform fast_path=False",
     ))
     section.details = {

@@ -10,8 +10,10 @@ parent). Both sides run with the offline environment of ``benchmarks.common.OFFL
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -76,6 +78,10 @@ def run(repeats: int = 5, dspy_python: Path | None = None) -> Section:
             for key, python, code, env in sides:
                 samples[key].append(_once(python, code, env))
         requests = server.requests()
+        slow_profile = None
+        in_process = median([s[0] for s in samples["sigform"]])
+        if in_process >= 1.0:
+            slow_profile = profile_child(SIGFORM_CODE.format(api_base=server.api_base), sf_env)
     fig = {
         k: {"in_process_ms": median([s[0] for s in v]) * 1e3, "process_ms": median([s[1] for s in v]) * 1e3}
         for k, v in samples.items()
@@ -93,4 +99,22 @@ def run(repeats: int = 5, dspy_python: Path | None = None) -> Section:
         target="< 1000 ms", met=sf_["process_ms"] < 1000,
     ))
     section.details = {"figures": fig, "repeats": repeats, "last_requests": requests[-2:]}
+    if slow_profile:
+        section.details["sigform_first_call_profile"] = slow_profile
     return section
+
+
+def profile_child(code: str, env: dict[str, str], top: int = 30) -> str:
+    """cProfile of one fresh-process first call: the top cumulative entries."""
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(code)
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "cProfile", "-s", "cumulative", fh.name],
+            capture_output=True, text=True, env=env, cwd="/",
+        )
+    finally:
+        os.unlink(fh.name)
+    lines = out.stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip().startswith("ncalls")), 0)
+    return "\n".join(lines[start : start + top + 1])

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from benchmarks.adapters_speed import bench_sigform, case
-from benchmarks.common import Row, Section, median, run_dspy, speedup
+from benchmarks.common import Row, Section, median, paired_ratio, profile_top, run_dspy
 
 ADAPTERS = ("chat", "json", "xml")
 SIZES = ("small", "large")
@@ -59,7 +59,10 @@ def run(repeats: int = 300, rounds: int = 3, with_dspy: bool = True) -> Section:
         other = theirs.get(key, {})
         target = TARGETS.get((adapter, size))
         for part in ("format_us", "parse_us", "total_us"):
-            ratio = speedup(mine[part], other.get(part))
+            ratio = None
+            if theirs_rounds:
+                per_round = [r[key][part] for r in theirs_rounds]
+                ratio = paired_ratio(per_round, [r[key][part] for r in ours_rounds])
             is_total = part == "total_us"
             section.rows.append(Row(
                 "3 format+parse", f"{adapter} {size}: {part[:-3].replace('total', 'format+parse')}", "µs",
@@ -68,4 +71,20 @@ def run(repeats: int = 300, rounds: int = 3, with_dspy: bool = True) -> Section:
                 met=(ratio >= target) if (target and is_total and ratio is not None) else None,
             ))
     section.details = {"sigform": ours, "dspy": theirs, "repeats": repeats, "rounds": rounds}
+    for row in section.rows:
+        if row.met is False:
+            adapter, size = row.metric.split(":")[0].split()
+            section.details[f"sigform_{adapter}_{size}_profile"] = profile_case(adapter, size)
     return section
+
+
+def profile_case(adapter_name: str, size: str, calls: int = 3000) -> str:
+    """Top cumulative entries of sigform's format then parse for one case (a missed target)."""
+    from benchmarks.adapters_speed import ADAPTERS as CLASSES
+
+    adapter = CLASSES[adapter_name]()
+    signature, demos, inputs, outputs = case(size)
+    completion = adapter.format_assistant(signature, outputs)
+    fmt = profile_top(lambda: adapter.format(signature, demos, inputs), calls=calls, top=14)
+    parse = profile_top(lambda: adapter.parse(signature, completion), calls=calls, top=14)
+    return f"format, {calls} calls:\n{fmt}\n\nparse, {calls} calls:\n{parse}"

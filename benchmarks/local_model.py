@@ -2,7 +2,7 @@
 
 The task (``sigform/cli/demo_data.jsonl``, demos ``demo_demos.jsonl``): extract ``payee``,
 ``amount_usd``, ``date`` and ``category`` (a Literal) from a short text. Both sides call the same
-server (``sigform.local.ensure_server()``, model alias ``sigform.local.MODEL_NAME``) with the same
+server (a dedicated ``sigform.local.serve()``, model alias ``sigform.local.MODEL_NAME``) with the same
 demos, their default ChatAdapter (with their own re-ask/fallback behaviour: what a user gets),
 temperature 0, the same ``max_tokens``, cache off. DSPy runs with ``engine="litellm"`` here: its
 default native client sends the limit as ``max_completion_tokens``, which the llama.cpp server
@@ -95,14 +95,17 @@ def run(with_dspy: bool = True) -> Section:
 
     section = Section("local_model")
     demos, examples = load()
-    api_base = sigform.local.ensure_server()
     model = f"openai/{sigform.local.MODEL_NAME}"
-    ours = sigform_side(api_base, model, demos, examples)
-    theirs = None
-    if with_dspy:
-        job = {"api_base": api_base, "model": model, "max_tokens": MAX_TOKENS, "engine": "litellm"}
-        job.update(demos=demos, examples=examples)
-        theirs = run_dspy("local_model.py", stdin=json.dumps(job), timeout=1800)
+    # a dedicated server (not the shared one of ensure_server(), which another process may own
+    # and stop at its exit in the middle of this run)
+    with sigform.local.serve() as server:
+        api_base = server.api_base
+        ours = sigform_side(api_base, model, demos, examples)
+        theirs = None
+        if with_dspy:
+            job = {"api_base": api_base, "model": model, "max_tokens": MAX_TOKENS, "engine": "litellm"}
+            job.update(demos=demos, examples=examples)
+            theirs = run_dspy("local_model.py", stdin=json.dumps(job), timeout=1800)
     n = len(examples)
     s_mine = score(ours["outcomes"], examples)
     s_other = score(theirs["outcomes"], examples) if theirs else None

@@ -27,15 +27,15 @@ DEFAULT = tuple(n for n in NAMES if n != "local_model")
 class Options:
     only: Sequence[str] = DEFAULT
     with_dspy: bool = True
-    import_repeats: int = 7
+    import_repeats: int = 9
     first_call_repeats: int = 5
     format_repeats: int = 300
-    format_rounds: int = 3
-    e2e_calls: int = 200
-    e2e_rounds: int = 5
+    format_rounds: int = 5
+    e2e_calls: int = 150
+    e2e_rounds: int = 7
     e2e_litellm_calls: int = 60
     throughput_calls: int = 500
-    throughput_rounds: int = 3
+    throughput_rounds: int = 5
     memory_calls: int = 10_000
     log: Callable[[str], None] = field(default=print)
 

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from benchmarks.adapters_speed import Small
-from benchmarks.common import Row, Section, median, profile_top, run_dspy, speedup
+from benchmarks.common import Row, Section, median, paired_ratio, profile_top, run_dspy
 from benchmarks.fake_server import FakeServer
 
 CHAT_REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
@@ -71,10 +71,10 @@ def run(n: int = 500, concurrency: int = 64, latency: float = 0.05, rounds: int 
                     theirs[key].append(value)
         mine = {k: median(v) for k, v in ours.items()}
         other = {k: median(v) for k, v in theirs.items() if v}
+        # sigform calls/s over DSPy's = DSPy's time over sigform's, paired by round
+        speed = {k: paired_ratio(theirs[k], ours[k]) if theirs[k] else None for k in ours}
         profile = None
-        if any(mine[k] > 1.3 * ideal for k in mine) or any(
-            k in other and other[k] / mine[k] < 2 for k in mine
-        ):
+        if any(mine[k] > 1.3 * ideal for k in mine) or any(s is not None and s < 2 for s in speed.values()):
             program = _program(server.api_base)
             examples = [{"question": f"Q{i}"} for i in range(n)]
 
@@ -89,7 +89,7 @@ def run(n: int = 500, concurrency: int = 64, latency: float = 0.05, rounds: int 
         ("batch_threads", "sigform batch (threads)", "DSPy batch/Parallel"),
     ):
         t_mine, t_other = mine[key], other.get(key)
-        ratio = speedup(t_mine, t_other)
+        ratio = speed[key]
         section.rows.append(Row(
             "5 throughput", f"{n} calls @{concurrency}: {label} vs {theirs_label}", "s",
             t_mine, t_other, ratio,
