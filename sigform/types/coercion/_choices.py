@@ -15,11 +15,15 @@ from typing import Any
 from sigform.types.coercion._numbers import INT_TEXT
 from sigform.types.coercion._plan import Invalid, Node
 from sigform.types.coercion._scalars import _scalar_text, describe_seen, unwrap_single
+from sigform.types.coercion._text import unwrap_quotes
 
 __all__ = ["EnumNode", "LiteralNode"]
 
 _SEP = re.compile(r"[\s_\-]+")
 _QUALIFIED = re.compile(r"\A[A-Za-z_]\w*\.([A-Za-z_]\w*)\Z")
+# a short label before the choice: "Verdict: approve", "Final answer: B" (the field's own label is
+# removed earlier, by clean_scalar); read only when what follows is exactly one allowed value
+_ANY_LABEL = re.compile(r"\A[*_]*\s*([A-Za-z][A-Za-z ]{0,40}?)\s*[*_]*\s*:\s*[*_]*\s*(.+?)\Z", re.S)
 
 
 def _loose(text: str) -> str:
@@ -58,6 +62,14 @@ class _ChoiceNode(Node):
                 raise Invalid(f"{text[:40]!r} matches several allowed values: {', '.join(map(repr, hits))}")
         return _MISSING
 
+    def match_after_label(self, text: str) -> Any:
+        """The choice after a short label (at most three words, itself no allowed value)."""
+        m = _ANY_LABEL.match(text) if ":" in text else None
+        if m is None or len(m.group(1).split()) > 3 or self.match_text(m.group(1)) is not _MISSING:
+            return _MISSING
+        rest = unwrap_quotes(m.group(2).strip().rstrip(".!;,").rstrip())
+        return self.match_text(rest) if rest else _MISSING
+
     def allowed(self) -> str:
         return ", ".join(repr(c.value if isinstance(c, enum.Enum) else c) for c in self.choices)
 
@@ -66,6 +78,8 @@ class _ChoiceNode(Node):
         if cleaned is None:  # the text was a JSON wrapper (["gold"], {"value": "gold"})
             return self.convert(inner, name, False)
         hit = self.match_text(cleaned)
+        if hit is _MISSING:
+            hit = self.match_after_label(cleaned)
         if hit is _MISSING:
             raise Invalid(
                 "the value is empty" if not cleaned else f"{cleaned[:60]!r} is not one of: {self.allowed()}"
