@@ -3,7 +3,10 @@
 Lenient about the header: any case, missing inner spaces, a space or hyphen for ``_``, bold
 markdown around it, a header in the middle of a line, the value on the header line. Text before
 the first header is prose; text after the first ``[[ ## completed ## ]]`` is run-on generation
-and ignored. Sections under headers that are not output fields (an echoed input) are skipped.
+and ignored; a header cut off at the very end (``[[ ## compl``) is dropped. Sections under headers
+that are not output fields (an echoed input) are skipped. Labels (no bracket headers at all):
+``**field**: value``, ``1. field: value``, ``## field`` or a bold-only ``**field**`` line; the last
+label's on-line value ends at a blank line (what follows is prose after the answer).
 
 Duplicate rule (the same in every adapter): a field given more than once is accepted when every
 non-empty occurrence carries the same value; different values are a structural error, never a
@@ -18,7 +21,15 @@ import regex
 
 from sigform.adapters.names import FieldMatcher
 
-__all__ = ["HEADER_RE", "NEUTRAL_OPEN", "Sections", "find_labels", "find_sections", "neutralise_markers"]
+__all__ = [
+    "BLANK_LINE_RE",
+    "HEADER_RE",
+    "NEUTRAL_OPEN",
+    "Sections",
+    "find_labels",
+    "find_sections",
+    "neutralise_markers",
+]
 
 # [[ ## name ## ]] with tolerance; group "name" is what the LM wrote
 HEADER_RE = regex.compile(
@@ -42,7 +53,9 @@ _HEADING_RE = regex.compile(
     r"|(?:\*\*|__)[ \t]*(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*(?:\*\*|__))[ \t]*$",
     regex.MULTILINE,
 )
-_BLANK_LINE = regex.compile(r"\n[ \t]*\r?\n")
+BLANK_LINE_RE = regex.compile(r"\n[ \t]*\r?\n")
+# a header cut off at the very end (`[[ ## compl`, `[[ ## completed ## ]`): the value before it is whole
+_CUT_HEADER = regex.compile(r"(?:\*\*|__)?\[\[[ \t]*\#[^\[\]\n]{0,100}\]?\s*\Z")
 
 
 def neutralise_markers(text: str) -> str:
@@ -73,6 +86,7 @@ class Sections:
     values: dict[str, str] = field(default_factory=dict)
     conflicts: dict[str, list[str]] = field(default_factory=dict)
     completed: bool = False
+    last: str | None = None  # the field whose section runs to the end of the text (no marker after it)
     headers: int = 0  # bracket headers seen (any name)
 
 
@@ -110,8 +124,12 @@ def find_sections(text: str, matcher: FieldMatcher) -> Sections:
             continue  # an echoed input or an unknown section: it only ends the previous one
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
         value = text[match.end() : end]
-        if i + 1 == len(headers) and value.count("```") % 2:
-            value = _FENCE_CLOSE.sub("", value)  # a fence around the whole answer, completed missing
+        if i + 1 == len(headers):
+            out.last = name
+            if "[[" in value:
+                value = _CUT_HEADER.sub("", value)
+            if value.count("```") % 2:
+                value = _FENCE_CLOSE.sub("", value)  # a fence around the whole answer, completed missing
         _add(out, name, restore_markers(value.strip()))
     return out
 
@@ -131,7 +149,7 @@ def find_labels(text: str, matcher: FieldMatcher) -> Sections:
         value = text[end:stop]
         if i + 1 == len(marks) and value[:1] not in ("\n", "\r"):
             # the last label's value is on its line: a later paragraph is prose after the answer
-            blank = _BLANK_LINE.search(value)
+            blank = BLANK_LINE_RE.search(value)
             value = value[: blank.start()] if blank else value
         _add(out, name, value.strip())
     out.headers = len(marks)

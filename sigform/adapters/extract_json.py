@@ -88,7 +88,7 @@ def _candidates(text: str) -> tuple[list[Any], str | None]:
             # a repaired read of the whole text is only trusted when it holds one top-level
             # object: json-repair reads `{answer} prose {template}` as the *last* object
             value = _read(stripped)[0] if _single_object(stripped) else None
-        if value is not None and (isinstance(value, dict) or (isinstance(value, list) and value)):
+        if isinstance(value, dict) or (isinstance(value, list) and value and isinstance(value[0], dict)):
             return [value], None
     body = _FENCE_LINE_RE.sub("", text) if "```" in text else text
     matches = list(_OBJECT_RE.finditer(body)) or list(_LOOSE_OBJECT_RE.finditer(body))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sigform.adapters.chat_scan import HEADER_RE, find_labels, find_sections
+from sigform.adapters.chat_scan import BLANK_LINE_RE, HEADER_RE, find_labels, find_sections
 from sigform.adapters.extract_json import find_json_object
 from sigform.adapters.fields import CLOSED_KINDS, FieldView, kind_of
 from sigform.adapters.names import FieldMatcher
@@ -32,8 +32,19 @@ class Extracted:
     note: str | None = None  # why nothing could be read (e.g. a cut-off JSON object)
 
 
+# kinds whose value is one short token: a later paragraph cannot belong to it
+_TOKEN_KINDS = frozenset({"int", "float", "bool", "choice"})
+
+
 def _chat(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extracted:
     sections = find_sections(text, matcher)
+    last = sections.last
+    if last is not None and last in sections.values:
+        # no completed marker after the last section: prose after a one-token value is not part of it
+        view = next(v for v in views if v.name == last)
+        blank = BLANK_LINE_RE.search(sections.values[last]) if view.kind in _TOKEN_KINDS else None
+        if blank is not None:
+            sections.values[last] = sections.values[last][: blank.start()].rstrip()
     return Extracted(sections.values, sections.conflicts, fmt="chat", completed=sections.completed)
 
 
