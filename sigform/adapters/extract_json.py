@@ -127,7 +127,10 @@ def _unwrap(value: Any, matcher: FieldMatcher, depth: int = 0) -> dict[str, Any]
     if any(matcher.match(str(k)) for k in value) or depth >= _MAX_WRAP_DEPTH:
         return value
     if len(value) == 1:
-        inner = _unwrap(next(iter(value.values())), matcher, depth + 1)
+        inner = next(iter(value.values()))
+        if isinstance(inner, str) and inner.strip()[:1] == "{":  # the answer object given as a JSON string
+            inner = _read(inner.strip())[0]
+        inner = _unwrap(inner, matcher, depth + 1)
         if inner is not None and any(matcher.match(str(k)) for k in inner):
             return inner
     return value

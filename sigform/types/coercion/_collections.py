@@ -9,6 +9,7 @@ fails the whole value (with its index in the error).
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 from sigform.types.coercion._jsontext import parse_json
@@ -79,6 +80,33 @@ def _lettered(lines: list[str]) -> list[str] | None:
     return items
 
 
+# a YAML-style list item holding a record: `- title: Dune` (bullet or number, then `key:`)
+_RECORD_ITEM = re.compile(r"\A([ \t]*)(?:[-*\u2022+]|\d{1,3}[.)])[ \t]+(?=[A-Za-z_][\w \-]{0,60}:)")
+
+
+def _record_items(text: str) -> list[str] | None:
+    """The ``key: value`` texts of a YAML-style list of records, else None.
+
+    Every item starts at the same indentation with a marker and a ``key:``; its other lines are
+    indented deeper and are dedented together (nested structure keeps its relative indent).
+    """
+    lines = _lines(text)
+    first = _RECORD_ITEM.match(lines[0])
+    if first is None:
+        return None
+    base = first.group(1)
+    items: list[tuple[str, list[str]]] = []
+    for line in lines:
+        m = _RECORD_ITEM.match(line)
+        if m is not None and m.group(1) == base:
+            items.append((line[m.end() :], []))
+        elif line.startswith(base) and line[len(base) : len(base) + 1] in (" ", "\t"):
+            items[-1][1].append(line)
+        else:
+            return None  # a line outside the items: not one list of records
+    return [head + ("\n" + textwrap.dedent("\n".join(rest)) if rest else "") for head, rest in items]
+
+
 class SeqNode(Node):
     """list, set, frozenset, Sequence or ``tuple[X, ...]`` of one item type."""
 
@@ -106,7 +134,10 @@ class SeqNode(Node):
             if not s:
                 raise Invalid("the value is empty")
             if getattr(item, "is_record", False):
-                raise Invalid("expected a JSON list of objects")
+                records = _record_items(s)
+                if records is None:
+                    raise Invalid("expected a JSON list of objects")
+                return self._items(records, item, name, True)
             numeric = isinstance(item, (IntNode, FloatNode))
             return self._items(split_items(s, numeric), item, name, True)
         if isinstance(value, (list, tuple, set, frozenset)):
