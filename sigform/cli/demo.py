@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import sigform as sf
 
-__all__ = ["ExtractExpense", "load_examples", "run_demo", "score"]
+__all__ = ["DemoReport", "ExtractExpense", "build_program", "evaluate", "load_examples", "run_demo", "score"]
 
 Category = Literal["meals", "travel", "office", "software"]
 OUTPUTS = ("payee", "amount_usd", "date", "category")
@@ -87,6 +87,73 @@ def _print_prompt(console: Any, program: sf.Predict, example: sf.Example) -> Non
     console.rule()
 
 
+@dataclass
+class DemoReport:
+    """What one run of the demo task produced, scored against the labels."""
+
+    adapter: str
+    model: str
+    examples: list[sf.Example]
+    predictions: list[Any]
+    failures: dict[int, Any]
+    seconds: float
+    completion_tokens: int  # every generated token, failed attempts and re-asks included
+
+    @property
+    def scores(self) -> list[Scored]:
+        return [score(p, e) for p, e in zip(self.predictions, self.examples, strict=True)]
+
+    @property
+    def exact(self) -> int:
+        return sum(s.exact for s in self.scores)
+
+    def field_accuracy(self, field: str) -> float:
+        return sum(s.matches[field] for s in self.scores) / max(len(self.examples), 1)
+
+    @property
+    def accuracy(self) -> float:
+        """Share of fields right over all examples and fields."""
+        return sum(self.field_accuracy(f) for f in OUTPUTS) / len(OUTPUTS)
+
+    @property
+    def parse_failure_rate(self) -> float:
+        return len(self.failures) / max(len(self.examples), 1)
+
+
+def build_program(adapter: str = "chat", lm: Any = None) -> sf.Predict:
+    """The demo program: the typed signature with the bundled few-shot demos."""
+    return sf.Predict(
+        ExtractExpense, demos=load_examples("demo_demos.jsonl"), lm=lm, adapter=_adapter(adapter)
+    )
+
+
+def evaluate(
+    *,
+    adapter: str = "chat",
+    model: str = "local",
+    limit: int | None = None,
+    threads: int = 1,
+    progress: bool | None = None,
+) -> DemoReport:
+    """Run the demo program over the bundled labelled set and score it."""
+    data = load_examples("demo_data.jsonl")[:limit]
+    lm = sf.LM(model, temperature=0, max_tokens=120, cache=False)
+    program = build_program(adapter, lm)
+    before = lm.usage.completion_tokens
+    started = time.perf_counter()
+    results, failures = program.batch(data, num_threads=threads, return_failures=True, progress=progress)
+    seconds = time.perf_counter() - started
+    return DemoReport(
+        adapter=adapter,
+        model=model,
+        examples=data,
+        predictions=list(results),
+        failures={f.index: f for f in failures},
+        seconds=seconds,
+        completion_tokens=lm.usage.completion_tokens - before,
+    )
+
+
 def run_demo(
     *,
     adapter: str = "chat",
@@ -102,50 +169,40 @@ def run_demo(
     console = Console()
     if not console.is_terminal:  # piped or in CI: rich would squeeze the table into 80 columns
         console = Console(width=150)
-    demos = load_examples("demo_demos.jsonl")
-    data = load_examples("demo_data.jsonl")[:limit]
-    lm = sf.LM(model, temperature=0, max_tokens=120, cache=False)
-    program = sf.Predict(ExtractExpense, demos=demos, lm=lm, adapter=_adapter(adapter))
     if show_prompt:
-        _print_prompt(console, program, data[0])
-
+        _print_prompt(console, build_program(adapter), load_examples("demo_data.jsonl")[0])
     console.print(
-        f"[bold]sigform demo[/]: {len(data)} expense notes, {len(demos)} demos, "
+        "[bold]sigform demo[/]: few-shot expense extraction, "
         f"model [cyan]{model}[/], adapter [cyan]{adapter}[/]"
     )
-    started = time.perf_counter()
-    results, failures = program.batch(data, num_threads=threads, return_failures=True, progress=True)
-    elapsed = time.perf_counter() - started
+    report = evaluate(adapter=adapter, model=model, limit=limit, threads=threads, progress=True)
 
     table = Table(title="Expense extraction", show_lines=False)
     table.add_column("note", max_width=44, overflow="ellipsis", no_wrap=True)
     for field in OUTPUTS:
         table.add_column(field)
     table.add_column("match")
-    per_field = dict.fromkeys(OUTPUTS, 0)
-    exact = 0
-    tokens = 0
-    failed_at = {f.index: f for f in failures}
-    for index, (label, pred) in enumerate(zip(data, results, strict=True)):
-        scored = score(pred, label)
-        exact += scored.exact
-        for field, ok in scored.matches.items():
-            per_field[field] += ok
+    for index, (label, pred, scored) in enumerate(
+        zip(report.examples, report.predictions, report.scores, strict=True)
+    ):
         if pred is None:
-            error = failed_at.get(index)
-            reason = type(error.error).__name__ if error else "failed"
+            failure = report.failures.get(index)
+            reason = type(failure.error).__name__ if failure else "failed"
             table.add_row(label["text"], *(["-"] * len(OUTPUTS)), f"[red]{reason}[/]")
             continue
-        tokens += pred._usage.completion_tokens
         cells = [f"[{'green' if scored.matches[f] else 'red'}]{pred[f]}[/]" for f in OUTPUTS]
         table.add_row(label["text"], *cells, "[green]yes[/]" if scored.exact else "[red]no[/]")
     console.print(table)
 
-    n = max(len(data), 1)
-    fields = ", ".join(f"{f} {per_field[f] / n:.0%}" for f in OUTPUTS)
-    console.print(f"exact records: [bold]{exact}/{len(data)}[/] ({exact / n:.0%}); per field: {fields}")
+    n = max(len(report.examples), 1)
+    fields = ", ".join(f"{f} {report.field_accuracy(f):.0%}" for f in OUTPUTS)
     console.print(
-        f"parse failures: {len(failures)}; generated tokens: {tokens} ({tokens / n:.1f} per example); "
-        f"time: {elapsed:.1f} s ({elapsed / n:.2f} s per example)"
+        f"exact records: [bold]{report.exact}/{len(report.examples)}[/] ({report.exact / n:.0%}); "
+        f"field accuracy {report.accuracy:.0%} ({fields})"
+    )
+    console.print(
+        f"parse failures: {len(report.failures)}; generated tokens: {report.completion_tokens} "
+        f"({report.completion_tokens / n:.1f} per example); "
+        f"time: {report.seconds:.1f} s ({report.seconds / n:.2f} s per example)"
     )
     return 0
