@@ -1,7 +1,8 @@
 """Finding the JSON object that answers a signature inside LM text.
 
 The text may hold prose, code fences, an echoed input object, a placeholder template, braces in
-prose, a wrapper (``{"result": {...}}``, ``[{...}]``) or a cut-off object. We collect every
+prose, a wrapper (``{"result": {...}}``, ``[{...}]``, ``{"result": "{...}"}``), the whole answer
+JSON-encoded as one string, or a cut-off object. We collect every
 balanced top-level ``{...}`` (a recursive pattern of the ``regex`` module, aware of strings),
 read each one (strict JSON first, json-repair only when needed, never through a truncation), and
 choose the object whose keys are the output fields: a complete one over a partial one, a filled
@@ -81,6 +82,13 @@ def _single_object(text: str) -> bool:
 
 def _candidates(text: str) -> tuple[list[Any], str | None]:
     stripped = text.strip()
+    if stripped[:1] == '"' and stripped[-1:] == '"':  # the whole answer JSON-encoded as one string
+        try:
+            inner = json.loads(stripped)
+        except (ValueError, RecursionError):
+            inner = None
+        if isinstance(inner, str) and inner.strip()[:1] == "{":
+            stripped = text = inner.strip()
     if stripped[:1] in "{[":
         try:
             value = json.loads(stripped, object_pairs_hook=_pairs)

@@ -187,6 +187,8 @@ class FloatNode(IntNode):
     integer = False
 
     def _from_float(self, value: float) -> Any:
+        if not math.isfinite(value):  # NaN/Infinity (Python's json reads them): no usable number
+            raise Invalid(f"{value!r} is not a finite number")
         return value
 
     def _finish(self, value: int | float) -> Any:
