@@ -6,8 +6,10 @@ prints, as medians over repeats:
 * sequential per-call time: bare httpx, sigform fast path (openai SDK), sigform via litellm,
   each with the ratio to the httpx floor (cache off; plus fast path with the cache on and
   every request new, so that each call also writes the disk cache);
-* concurrent throughput: 64 concurrent async calls with 50 ms server latency;
-* 500 concurrent async calls at 50 ms latency versus the ideal (one latency);
+* concurrent throughput: 64 concurrent async calls with 50 ms server latency (bare aiohttp,
+  the transport the fast path uses, as the floor of this machine);
+* 500 async calls, at most 64 at a time, at 50 ms latency versus the ideal
+  (``ceil(500 / 64)`` latencies), and 500 at once versus one latency;
 * a fresh process's time from ``import sigform`` to its first completed fast-path call.
 
 Usage: ``python benchmarks/lm_overhead.py [--calls 300] [--repeats 5] [--skip-litellm]``.
@@ -169,6 +171,18 @@ def concurrent(skip_litellm: bool, repeats: int) -> None:
 
                 return await _throughput(call, total, conc)
 
+        async def bare_aiohttp(total: int, conc: int) -> float:
+            import aiohttp
+
+            payload = json.dumps(body)
+            headers = {"content-type": "application/json", "authorization": "Bearer k"}
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000)) as session:
+                async def call(i: int) -> None:
+                    async with session.post(url, data=payload, headers=headers) as response:
+                        json.loads(await response.read())
+
+                return await _throughput(call, total, conc)
+
         def via_lm(fast: bool) -> Any:
             async def run(total: int, conc: int) -> float:
                 lm = sf.LM("openai/bench", api_base=server.api_base, api_key="k", fast_path=fast, cache=False)
@@ -180,7 +194,11 @@ def concurrent(skip_litellm: bool, repeats: int) -> None:
 
             return run
 
-        contenders = {"bare httpx AsyncClient": bare, "sigform fast path": via_lm(True)}
+        contenders = {
+            "bare httpx AsyncClient": bare,
+            "bare aiohttp": bare_aiohttp,
+            "sigform fast path": via_lm(True),
+        }
         if not skip_litellm:
             contenders["sigform via litellm"] = via_lm(False)
         rates: dict[str, list[float]] = {name: [] for name in contenders}
@@ -191,6 +209,19 @@ def concurrent(skip_litellm: bool, repeats: int) -> None:
         print(f"\n64 concurrent async calls, {latency * 1e3:.0f} ms latency (ideal {ideal:.0f} calls/s)")
         for name, r in rates.items():
             print(f"  {name:32s} {statistics.median(r):7.0f} calls/s")
+
+        total, limit = 500, 64
+        waves = -(-total // limit) * latency
+        bounded = {"bare aiohttp": bare_aiohttp, "sigform fast path": via_lm(True)}
+        seconds: dict[str, list[float]] = {name: [] for name in bounded}
+        for _ in range(repeats):
+            for name, run in bounded.items():
+                seconds[name].append(total / asyncio.run(run(total, limit)))
+        print(f"\n{total} acalls, at most {limit} at a time, {latency * 1e3:.0f} ms latency "
+              f"(ideal {waves * 1e3:.0f} ms)")
+        for name, t in seconds.items():
+            med = statistics.median(t)
+            print(f"  {name:32s} {med * 1e3:7.0f} ms  {med / waves:5.2f}x ideal")
 
         async def burst(n: int) -> float:
             lm = sf.LM("openai/bench", api_base=server.api_base, api_key="k", fast_path=True, cache=False)

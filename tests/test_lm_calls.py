@@ -169,6 +169,37 @@ def test_headers_reach_the_server(fake: FakeOpenAIServer, fast_path: bool) -> No
     assert fake.headers[-1]["x-team"] == "a" and fake.headers[-1]["x-call"] == "b"
 
 
+def test_fast_path_sends_what_the_sdk_would(fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the fast path sends a copy of a request the SDK built; without that template (SDK
+    # internals moved) it falls back to the SDK's client.post: the server sees the same request
+    from sigform.lm import openai_backend
+
+    def call(lm: LM) -> list[tuple[dict[str, Any], dict[str, str]]]:
+        assert lm(MSG, headers={"X-Call": "b"}, temperature=0.5)[0].text == "echo: hi"
+        assert asyncio.run(lm.acall(MSG, headers={"X-Call": "b"}, temperature=0.5))[0].text == "echo: hi"
+        return list(zip(fake.requests[-2:], fake.headers[-2:], strict=True))
+
+    direct = call(make_lm(fake, True, headers={"X-Team": "a"}))
+    monkeypatch.setattr(openai_backend, "_directs", openai_backend.weakref.WeakKeyDictionary())
+    refused: list[object] = []
+
+    def no_template(self: object, client: object) -> None:
+        refused.append(client)
+        raise AttributeError("an SDK without _build_request")
+
+    monkeypatch.setattr(openai_backend._Direct, "__init__", no_template)
+    sdk = call(make_lm(fake, True, headers={"X-Team": "a"}))
+    volatile = {"content-length", "x-stainless-read-timeout", "x-stainless-retry-count"}
+    assert len(refused) == 2  # the SDK's own path served both (one client each, sync and async)
+    for (direct_body, direct_headers), (sdk_body, sdk_headers) in zip(direct, sdk, strict=True):
+        assert direct_body == sdk_body
+        assert {k: v for k, v in direct_headers.items() if k not in volatile} == {
+            k: v for k, v in sdk_headers.items() if k not in volatile
+        }
+        assert direct_headers["authorization"] == "Bearer sk-test-key-0123456789"
+        assert direct_headers["x-team"] == "a" and direct_headers["x-call"] == "b"
+
+
 def test_stream_yields_deltas_then_completions(fake: FakeOpenAIServer, fast_path: bool) -> None:
     fake.queue.append(
         Reply(chunks=stream_chunks("hello world", reasoning="think", tool_call={

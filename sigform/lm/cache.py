@@ -73,7 +73,8 @@ class ResponseCache:
             import diskcache  # imported on first use: keeps `import sigform` light
 
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._disk = diskcache.Cache(str(self.directory / "lm"), size_limit=self.size_limit)
+            # no eviction pass per entry (cull_limit=0): the writer culls once per batch
+            self._disk = diskcache.Cache(str(self.directory / "lm"), size_limit=self.size_limit, cull_limit=0)
         return self._disk
 
     def get(self, key: str) -> Any | None:
@@ -110,6 +111,8 @@ class ResponseCache:
             with disk.transact():
                 for key, blob in items:
                     disk.set(key, blob)
+            if disk.volume() > self.size_limit:
+                disk.cull()
         with self._lock:
             for key, blob in items:
                 if self._pending.get(key) is blob:
@@ -200,10 +203,31 @@ class _DiskWriter:
 _writer = _DiskWriter()
 _caches: dict[tuple[str | None, int, int], ResponseCache] = {}
 _caches_lock = threading.Lock()
+_by_settings: dict[tuple[Any, ...], ResponseCache] = {}
 
 
 def get_cache() -> ResponseCache:
     """The shared cache for the current settings (one instance per directory and limits)."""
+    # called on every LM call: the raw settings are the memo key, so the directory path is
+    # built only when they change
+    raw = (
+        get_setting("cache_disk", True),
+        get_setting("cache_dir"),
+        get_setting("cache_size_limit"),
+        get_setting("cache_memory_entries"),
+        os.environ.get("SIGFORM_CACHE_DIR"),
+        os.environ.get("HOME"),
+    )
+    try:
+        cache = _by_settings.get(raw)
+    except TypeError:  # an unhashable setting value: no memo
+        return _open_cache()
+    if cache is None:
+        cache = _by_settings[raw] = _open_cache()
+    return cache
+
+
+def _open_cache() -> ResponseCache:
     disk = get_setting("cache_disk", True)
     directory = str(cache_directory()) if disk else None
     size_limit = int(get_setting("cache_size_limit") or DEFAULT_SIZE_LIMIT)
@@ -227,6 +251,7 @@ def clear_caches() -> None:
             cache.clear()
             cache.close()
         _caches.clear()
+        _by_settings.clear()
 
 
 def reset_caches() -> None:
@@ -235,3 +260,4 @@ def reset_caches() -> None:
         for cache in _caches.values():
             cache.close()
         _caches.clear()
+        _by_settings.clear()

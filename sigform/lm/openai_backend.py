@@ -5,12 +5,19 @@ Used for OpenAI-compatible endpoints (``openai/...`` with an ``api_base``, ``hos
 kept per (api_base, api key) - per event loop for the async client, since connection pools are
 bound to their loop - so connections are pooled. The SDK's own retries are off: sigform owns the
 retry policy. Responses are read as plain JSON (no pydantic model per call).
+
+Non-streamed calls skip the SDK's per-request machinery (option models copied twice, headers
+merged, the URL parsed, on every call): the SDK builds one template request per client - URL,
+headers, timeout - and each call sends a copy with its own body through the SDK's HTTP client,
+raising the SDK's own exceptions for failures. Should the SDK's internals ever differ, the
+template is not built and calls go through ``client.post`` as before.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import threading
 import weakref
@@ -117,20 +124,44 @@ class OpenAIBackend:
 
     def complete(self, req: Request) -> tuple[dict[str, Any], float | None]:
         """Send ``req``; return the JSON body and the cost (unknown here: None)."""
-        import httpx2
+        client = self._client(req)
+        direct = _direct_for(client)
+        if direct is None:
+            import httpx2
 
-        response = self._client(req).post(
-            "/chat/completions", body=self._body(req), cast_to=httpx2.Response, options=self._options(req)
-        )
-        return response.json(), None
+            response = client.post(
+                "/chat/completions", body=self._body(req), cast_to=httpx2.Response, options=self._options(req)
+            )
+            return response.json(), None
+        request = direct.request(self._body(req), req.headers, req.timeout)
+        try:
+            response = client._client.send(request)
+        except direct.timeout_errors as err:
+            raise direct.timeout_error(request=request) from err
+        except direct.request_errors as err:
+            raise direct.connection_error(request=request) from err
+        return direct.result(client, response), None
 
     async def acomplete(self, req: Request) -> tuple[dict[str, Any], float | None]:
-        import httpx2
+        client = await self._aclient(req)
+        direct = _direct_for(client)
+        if direct is None:
+            import httpx2
 
-        response = await (await self._aclient(req)).post(
-            "/chat/completions", body=self._body(req), cast_to=httpx2.Response, options=self._options(req)
-        )
-        return response.json(), None
+            response = await client.post(
+                "/chat/completions", body=self._body(req), cast_to=httpx2.Response, options=self._options(req)
+            )
+            return response.json(), None
+        request = direct.request(self._body(req), req.headers, req.timeout)
+        try:
+            response = await client._client.send(request)
+        except direct.timeout_errors as err:
+            raise direct.timeout_error(request=request) from err
+        except direct.request_errors as err:
+            raise direct.connection_error(request=request) from err
+        if response.status_code >= 400:
+            await response.aread()
+        return direct.result(client, response), None
 
     def stream(self, req: Request) -> Iterator[dict[str, Any]]:
         """Chunk dicts of a streamed response."""
@@ -165,6 +196,82 @@ class OpenAIBackend:
                 yield chunk
         finally:
             await stream.close()
+
+
+class _Direct:
+    """One SDK client's chat-completions request, built once by the SDK itself: the URL, the
+    headers (auth, user agent, ...) and the default timeout. Each call copies it with its body."""
+
+    __slots__ = (
+        "connection_error",
+        "extensions",
+        "headers",
+        "httpx",
+        "request_errors",
+        "timeout_error",
+        "timeout_errors",
+        "url",
+    )
+
+    def __init__(self, client: Any) -> None:
+        import httpx2
+        import openai
+        from openai._httpx2 import request_exceptions, timeout_exceptions
+        from openai._models import FinalRequestOptions
+
+        options = FinalRequestOptions.construct(method="post", url="/chat/completions", json_data={})
+        template = client._build_request(options)
+        if not callable(getattr(client, "_make_status_error_from_response", None)):
+            raise AttributeError("_make_status_error_from_response")
+        self.httpx = httpx2
+        self.url = template.url
+        # per-request values are set per call (content-length) or by the transport (host)
+        self.headers = httpx2.Headers(
+            [(k, v) for k, v in template.headers.raw if k.lower() not in (b"content-length", b"host")]
+        )
+        self.extensions = dict(template.extensions)
+        self.timeout_errors = timeout_exceptions()
+        self.request_errors = request_exceptions()
+        self.timeout_error = openai.APITimeoutError
+        self.connection_error = openai.APIConnectionError
+
+    def request(self, body: dict[str, Any], headers: dict[str, str], timeout: float | None) -> Any:
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        merged = self.headers
+        if headers:
+            merged = self.httpx.Headers(merged)
+            merged.update(headers)
+        extensions = self.extensions
+        if timeout is not None:
+            extensions = {**extensions, "timeout": self.httpx.Timeout(timeout).as_dict()}
+        request = self.httpx.Request("POST", self.url, headers=merged, content=content, extensions=extensions)
+        # str header values are ASCII-encoded, so the encoding is known; left unset, httpx
+        # re-derives it by decoding every header, on every header read
+        request.headers.encoding = "ascii"
+        return request
+
+    @staticmethod
+    def result(client: Any, response: Any) -> dict[str, Any]:
+        if response.status_code >= 400:
+            raise client._make_status_error_from_response(response)
+        return json.loads(response.content)
+
+
+_directs: weakref.WeakKeyDictionary[Any, _Direct | None] = weakref.WeakKeyDictionary()
+
+
+def _direct_for(client: Any) -> _Direct | None:
+    """The client's request template (None: the SDK's internals differ; use ``client.post``)."""
+    try:
+        return _directs[client]
+    except KeyError:
+        pass
+    try:
+        direct: _Direct | None = _Direct(client)
+    except Exception:  # an SDK whose internals moved: the public path still works
+        direct = None
+    _directs[client] = direct
+    return direct
 
 
 def _async_transport() -> Any:
