@@ -8,13 +8,9 @@ shape the provider needs.
 
 from __future__ import annotations
 
-import pytest
-
 import sigform as sf
 from sigform.testing.providers import AnthropicFake, OpenAIChatFake, Reply, ToolCall
 from sigform.tools import Agent, ScriptedApprover, Tool
-
-pytest.importorskip("litellm")
 
 
 def add(a: int, b: int) -> int:

@@ -21,8 +21,6 @@ def test_readme_has_examples():
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_block_runs(index, tmp_path, monkeypatch, capsys):
-    if index == 0:
-        pytest.importorskip("llama_cpp", reason="the quickstart runs on the local extra")
     monkeypatch.chdir(tmp_path)
     import sigform as sf
 
