@@ -77,6 +77,8 @@ _EXPORTS: dict[str, str] = {
     "ParameterWarning": "sigform.lm",
     "CredentialError": "sigform.lm",
     "LocalModelError": "sigform.errors",
+    "Pruning": "sigform.conversation",
+    "PruneReport": "sigform.conversation",
     "JSONTextError": "sigform.errors",
     "parse_json_text": "sigform.types",
     # settings
@@ -188,6 +190,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         ToolArgumentsError,
         ToolError,
     )
+    from sigform.conversation import PruneReport, Pruning
     from sigform.hooks import Callback, RequestVetoed
     from sigform.lm import (
         LM,
