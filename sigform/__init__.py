@@ -168,6 +168,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         TwoStepAdapter,
         XMLAdapter,
     )
+    from sigform.conversation import PruneReport, Pruning
     from sigform.errors import (
         AuthenticationError,
         BadRequestError,
@@ -190,7 +191,6 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         ToolArgumentsError,
         ToolError,
     )
-    from sigform.conversation import PruneReport, Pruning
     from sigform.hooks import Callback, RequestVetoed
     from sigform.lm import (
         LM,
