@@ -181,6 +181,19 @@ def test_memory_lru_bound_and_disk_size_limit(tmp_path: Path) -> None:
         assert c.directory is None and c.memory_entries == 7 and c.size_limit == 12345
 
 
+def test_disk_size_limit_evicts_the_oldest_entries(tmp_path: Path) -> None:
+    # entries are written in background batches; each batch ends with one eviction pass
+    limit = 1_000_000
+    cache = ResponseCache(tmp_path, memory_entries=1, size_limit=limit)
+    for i in range(60):
+        cache.set(f"k{i}", "x" * 50_000)  # 3 MB in all
+    cache.flush()
+    disk = cache._disk_cache()
+    assert disk.volume() <= limit
+    assert cache.get("k59") == "x" * 50_000
+    assert "k0" not in disk
+
+
 def test_stream_results_are_cached_and_replayed(fake: FakeOpenAIServer, fast_path: bool) -> None:
     lm = make_lm(fake, fast_path)
     streamed = list(lm.stream(MSG))[-1]

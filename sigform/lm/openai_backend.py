@@ -225,9 +225,9 @@ class _Direct:
             raise AttributeError("_make_status_error_from_response")
         self.httpx = httpx2
         self.url = template.url
-        # per-request values are set per call (content-length) or by the transport (host)
+        # everything but the body's length is the same on every call (host included)
         self.headers = httpx2.Headers(
-            [(k, v) for k, v in template.headers.raw if k.lower() not in (b"content-length", b"host")]
+            [(k, v) for k, v in template.headers.raw if k.lower() != b"content-length"], encoding="ascii"
         )
         self.extensions = dict(template.extensions)
         self.timeout_errors = timeout_exceptions()
@@ -237,17 +237,20 @@ class _Direct:
 
     def request(self, body: dict[str, Any], headers: dict[str, str], timeout: float | None) -> Any:
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        merged = self.headers
+        httpx = self.httpx
+        merged = httpx.Headers(self.headers, encoding="ascii")  # header values are ASCII
         if headers:
-            merged = self.httpx.Headers(merged)
             merged.update(headers)
+        merged["content-length"] = str(len(content))
         extensions = self.extensions
         if timeout is not None:
-            extensions = {**extensions, "timeout": self.httpx.Timeout(timeout).as_dict()}
-        request = self.httpx.Request("POST", self.url, headers=merged, content=content, extensions=extensions)
-        # str header values are ASCII-encoded, so the encoding is known; left unset, httpx
-        # re-derives it by decoding every header, on every header read
+            extensions = {**extensions, "timeout": httpx.Timeout(timeout).as_dict()}
+        # a body given as a stream: httpx adds no headers of its own (they are all here already)
+        request = httpx.Request(
+            "POST", self.url, headers=merged, stream=httpx.ByteStream(content), extensions=extensions
+        )
         request.headers.encoding = "ascii"
+        request.read()
         return request
 
     @staticmethod
