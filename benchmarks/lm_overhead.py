@@ -214,7 +214,7 @@ def concurrent(skip_litellm: bool, repeats: int) -> None:
         waves = -(-total // limit) * latency
         bounded = {"bare aiohttp": bare_aiohttp, "sigform fast path": via_lm(True)}
         seconds: dict[str, list[float]] = {name: [] for name in bounded}
-        for _ in range(repeats):
+        for _ in range(max(5, repeats)):  # a short run: more rounds than the rate above
             for name, run in bounded.items():
                 seconds[name].append(total / asyncio.run(run(total, limit)))
         print(f"\n{total} acalls, at most {limit} at a time, {latency * 1e3:.0f} ms latency "
