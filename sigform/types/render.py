@@ -32,17 +32,46 @@ _LINE_BREAKS = frozenset("\n\r")
 
 def render_value(value: Any, annotation: Any = None) -> str:
     """Write ``value`` for a prompt; ``coerce(render_value(x, T), T) == x``."""
+    if type(value) is str and (annotation is str or annotation is None):  # the common case, in short
+        return plain_text(value)
     hook = getattr(type(value), "__sigform_render__", None)
     if hook is not None:
         return hook(value)
     if isinstance(value, (list, tuple)) and value and all(_hooked(v) for v in value):
         return "\n".join(type(v).__sigform_render__(v) for v in value)
-    text = _render(value, annotation is None or _numbered_ok(annotation))
-    if annotation is not None and isinstance(value, str):
-        base, _ = strip_annotated(annotation)
-        if base is not str and (is_union(base) or base is Any or base is object):
-            text = _disambiguate(value, text, annotation)
+    numbered, ambiguous = (True, False) if annotation is None else _annotation_rules(annotation)
+    text = _render(value, numbered)
+    if ambiguous and isinstance(value, str):
+        text = _disambiguate(value, text, annotation)
     return text
+
+
+def plain_text(value: str) -> str:
+    """A ``str`` value of a ``str`` field: as is, or as a JSON string when it is itself in quotes."""
+    if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+        return json.dumps(value, ensure_ascii=False)  # else the quotes would be read as wrapping
+    return value
+
+
+# id(annotation) -> (annotation, (numbered, ambiguous)): what render_value asks of an annotation,
+# answered once per annotation (the strong reference keeps the id unique; unhashable ones work too)
+_RULES: dict[int, tuple[Any, tuple[bool, bool]]] = {}
+_MAX_RULES = 4096
+
+
+def _annotation_rules(annotation: Any) -> tuple[bool, bool]:
+    """``(numbered, ambiguous)``: whether lists of plain strings are written as numbered items, and
+    whether a ``str`` value may read as another member (a Union, Any) and needs checking."""
+    hit = _RULES.get(id(annotation))
+    if hit is not None and hit[0] is annotation:
+        return hit[1]
+    base, _ = strip_annotated(annotation)
+    ambiguous = base is not str and (is_union(base) or base is Any or base is object)
+    rules = (_numbered_ok(annotation), ambiguous)
+    if len(_RULES) >= _MAX_RULES:
+        _RULES.clear()
+    _RULES[id(annotation)] = (annotation, rules)
+    return rules
 
 
 def _hooked(value: Any) -> bool:
@@ -69,9 +98,7 @@ def _render(value: Any, numbered: bool = True) -> str:
     if value is None:
         return "None"
     if isinstance(value, str):
-        if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
-            return json.dumps(value, ensure_ascii=False)  # else the quotes would be read as wrapping
-        return value
+        return plain_text(value)
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, enum.Enum):
