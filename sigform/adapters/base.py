@@ -43,12 +43,14 @@ from sigform.adapters.native_tools import (
     outputs_with_calls,
     request_tools,
 )
+from sigform.adapters.request_plan import build_request_plan
 from sigform.adapters.result import AdapterResult, Slot, final_error
 from sigform.adapters.templating import TemplateSet
 from sigform.conversation import LAYOUT_KEY, Layout, asend, send
 from sigform.errors import FieldError, FieldValueError, ParseError, StructureError
 from sigform.hooks import emit
 from sigform.lm.interface import Completion, LMProtocol, Usage
+from sigform.types.render import plain_text
 
 __all__ = ["Adapter", "Request"]
 
@@ -123,7 +125,11 @@ class Adapter:
         self._system_cache = SigCache()
         self._matchers = SigCache()
         self._user_cache = SigCache()
+        self._request_plans = SigCache()
         self._lock = threading.Lock()
+        # the per-signature fast paths (request plans); tests turn them off to compare
+        # with the generic path, which gives the same results
+        self._fast_paths = True
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_reasks={self.max_reasks})"
@@ -141,9 +147,26 @@ class Adapter:
     ) -> tuple[list[Message], Layout]:
         """:meth:`format`, and which messages are the stable prefix (system, demos) and which
         History turns may be pruned to fit the context window (see :mod:`sigform.conversation`)."""
+        if not demos and inputs is not None and self._fast_paths:
+            plan = self._request_plans.get(signature)
+            if plan is None:
+                plan = self._request_plans.put(signature, build_request_plan(self, signature) or False)
+            fast = plan.messages(self, inputs) if plan else None
+            if fast is not None:
+                emit("format", adapter=self.name, signature=signature, messages=fast)
+                return fast, plan.layout
         messages, layout = assemble_with_layout(self, signature, demos, inputs or {})
         emit("format", adapter=self.name, signature=signature, messages=messages)
         return messages, layout
+
+    @classmethod
+    def standard_formatting(cls) -> bool:
+        """Whether this class writes messages with the base class's methods (only then can the
+        per-signature request plan stand in for them)."""
+        return all(
+            getattr(cls, name) is getattr(Adapter, name)
+            for name in ("system_message", "user_message", "render_input", "_render_user", "_user_pieces")
+        )
 
     def system_message(self, signature: Any) -> str:
         """The system message of ``signature`` (rendered once per signature, then cached)."""
@@ -193,7 +216,14 @@ class Adapter:
         if tools_only:  # no output to ask for: the request line asks for tool calls instead
             main = False
         media = MediaCollector()
-        texts = [media.value_text(values[v.name], v, self.render_input) for v in views]
+        plain = self._fast_paths and type(self).render_input is Adapter.render_input
+        texts: list[str] = []
+        for v in views:
+            value = values[v.name]
+            if plain and type(value) is str and v.annotation is str:
+                texts.append(self.plain_input(value))
+            else:
+                texts.append(media.value_text(value, v, self.render_input))
         pieces = None if self.templates.overridden else self._user_pieces(signature, views, main, missing)
         if pieces is not None:  # cached rendering of the wording; only the values are new
             out = [pieces[0]]
@@ -255,10 +285,17 @@ class Adapter:
         return self.assistant_text(signature, views, outputs, complete=True)
 
     def render_input(self, value: Any, view: FieldView) -> str:
-        """One input value as text, with anything that could forge structure neutralised."""
+        """One input value as text, with anything that could forge structure neutralised.
+
+        NUL characters go before neutralising: removed after it, ``[\\x00[`` would become ``[[``."""
         from sigform.types import render_value
 
-        return self.neutralise(render_value(value, view.annotation))
+        return self.neutralise(render_value(value, view.annotation).replace("\x00", ""))
+
+    def plain_input(self, value: str) -> str:
+        """:meth:`render_input` of a ``str`` value of a ``str`` field, in short."""
+        text = plain_text(value)
+        return self.neutralise(text.replace("\x00", "") if "\x00" in text else text)
 
     def render_output(self, value: Any, view: FieldView) -> str:
         """One output value as this adapter's answer format writes it."""
