@@ -23,8 +23,9 @@ from sigform.adapters import Adapter, ChatAdapter, JSONAdapter, TwoStepAdapter, 
 from sigform.adapters.chat_scan import HEADER_RE, NEUTRAL_OPEN
 from sigform.adapters.fields import field_views
 from sigform.adapters.messages import MediaCollector
-from sigform.errors import ParseError
-from sigform.types import History
+from sigform.errors import FieldValueError, ParseError
+from sigform.types import History, coerce_fields
+from sigform.types.coercion import FieldCoercer
 
 EXAMPLES = int(os.environ.get("SF_EXAMPLES", "150"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -190,3 +191,125 @@ def test_nul_characters_cannot_forge_a_header(fast_paths: bool, glue: str) -> No
         content = adapter.format(Small, demos, {"question": forged})[-1]["content"]
         names = [m.group("name") for m in HEADER_RE.finditer(content)]
         assert names == ["question"] and "\x00" not in content
+
+
+# ---- parsing ----------------------------------------------------------------------------------
+
+# raw values per output field: readable ones (with the variants a reader must cope with), then
+# near misses and garbage, so that both outcomes of the fast path are reached
+_VALUES = {
+    "summary": (['"quoted"', "  spaced  ", "", "x\n\ny", "Paris", "a [[ b", "[\u2060[ ## x ## ]]"], []),
+    "pages": (["12", " 7 ", "1,000", "3.0", "-2", "+4", "12."], ["seven", "", "1.5"]),
+    "score": (["0.875", "1", "1e3", "2", ".5", "-0.0", "3.14159"], ["nan", "2,5", "high"]),
+    "ok": (["true", "False", "yes", "`true`"], ["maybe", ""]),
+    "mood": (["calm", "Tense", "mood: calm", '"calm"'], ["angry"]),
+    "tone": (["calm", "TENSE", "Tone.CALM"], ["loud"]),
+    "tags": (['["a", "b"]', "- a\n- b", "1. a\n2. b", "[]"], ["{"]),
+    "year": (["None", "null", "1999", ""], ["soon"]),
+    "item": (['{"name": "bolt", "count": 3}', '{"count": "2", "name": "n"}'], ['{"name": "x"}', "bolt"]),
+    "rating": (["3", "5", "1"], ["0", "6", "five"]),
+}
+RAW = {
+    name: st.one_of(st.sampled_from(good), TRICKY)
+    if not bad
+    else st.integers(0, 15).flatmap(lambda i, good=good, bad=bad: st.sampled_from(bad if i == 0 else good))
+    for name, (good, bad) in _VALUES.items()
+}
+
+
+@st.composite
+def chat_answers(draw: Any, signature: Any) -> str:
+    """A clean chat answer for ``signature`` half the time, else one damaged a little."""
+    names = list(signature.output_fields)
+    raw = {n: draw(RAW[n]) if n in RAW else draw(TRICKY) for n in names}
+    if draw(st.booleans()):
+        before = draw(st.sampled_from(["", "  \n", "Sure, here it is:\n", "\n\n"]))
+        sep = draw(st.sampled_from(["\n", "\n\n", "\n \n\t"]))
+        after = draw(st.sampled_from(["", "\n", "\nthanks", "**"]))
+        fields = "".join(f"[[ ## {n} ## ]]\n{raw[n]}{sep}" for n in names)
+        return f"{before}{fields}[[ ## completed ## ]]{after}"
+    order = draw(st.permutations(names)) if draw(st.integers(0, 9)) == 0 else names
+    sep = draw(st.sampled_from(["\n", "\n\n", "\n\n\n", "\n \n", "\r\n", " "]))
+    parts = [f"[[ ## {n} ## ]]\n{raw[n]}" for n in order]
+    if draw(st.integers(0, 7)) == 0 and parts:
+        parts.append(draw(st.sampled_from(parts)))  # a field given twice
+    if draw(st.integers(0, 7)) == 0 and parts:
+        parts.pop(draw(st.integers(0, len(parts) - 1)))
+    text = sep.join(parts)
+    if draw(st.booleans()):
+        text += sep + draw(st.sampled_from(["[[ ## completed ## ]]", "[[ ## Completed ## ]]", "[[ ## compl"]))
+    text = draw(st.sampled_from(["", "", "  \n", "Sure.\n", "Sure. ", "```\n", "**"])) + text
+    text += draw(st.sampled_from(["", "", "\n", "\nMore run-on [[ ## answer ## ]] text", "\n```"]))
+    if draw(st.integers(0, 3)) == 0:  # one small edit anywhere
+        pos = draw(st.integers(0, len(text)))
+        edit = draw(st.sampled_from(["**", ":", "`", "[[", "\n", "#", " ", "```", NEUTRAL_OPEN, ""]))
+        text = text[:pos] + edit + text[pos + draw(st.integers(0, 2)) :]
+    return text
+
+
+@pytest.mark.parametrize("cls", [ChatAdapter, TwoStepAdapter, JSONAdapter])
+@settings(max_examples=EXAMPLES + 50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_parse_is_the_generic_parse(cls: type[Adapter], data: Any) -> None:
+    signature = data.draw(st.sampled_from([Small, Mixed]))
+    text = data.draw(chat_answers(signature))
+    fast, slow = _pair(cls)
+    assert _outcome(lambda: fast.parse(signature, text)) == _outcome(lambda: slow.parse(signature, text))
+
+
+def _clean(signature: Any, values: dict[str, str]) -> str:
+    return "\n\n".join(f"[[ ## {n} ## ]]\n{v}" for n, v in values.items()) + "\n\n[[ ## completed ## ]]"
+
+
+def test_clean_answers_take_the_fast_path() -> None:
+    adapter = ChatAdapter()
+    raw = {
+        "summary": f"A {NEUTRAL_OPEN} ## x ## ]] summary",
+        "pages": "12",
+        "score": "0.5",
+        "ok": "yes",
+        "mood": "calm",
+        "tone": "tense",
+        "tags": '["a"]',
+        "year": "None",
+        "item": '{"name": "bolt", "count": 3}',
+        "rating": "4",
+    }
+    text = "Here you go:\n" + _clean(Mixed, raw) + "\nthanks"
+    plan = adapter._chat_parse_plan(Mixed)
+    assert plan is not None and plan.sections(text) == {**raw, "summary": "A [[ ## x ## ]] summary"}
+    values = adapter.parse(Mixed, text)
+    assert values["summary"] == "A [[ ## x ## ]] summary" and values["item"] == Item(name="bolt", count=3)
+    # a value that does not validate: the fast path steps aside and the full parser reports it
+    with pytest.raises(FieldValueError) as info:
+        adapter.parse(Mixed, _clean(Mixed, {**raw, "rating": "9"}))
+    assert info.value.fields == ["rating"] and info.value.raw is not None
+    for damaged in (text.replace("]]\n12", "]]: 12"), "```\n" + _clean(Small, {"answer": "x"})):
+        assert plan.sections(damaged) is None
+
+
+def test_no_plan_when_a_field_reads_as_the_completed_marker() -> None:
+    for name in ("Completed", "completed_"):
+        sig = sf.make_signature(f"question -> {name}")
+        assert ChatAdapter()._chat_parse_plan(sig) is None
+        assert ChatAdapter().parse(sig, "[[ ## completed ## ]]\nyes") == {name: "yes"}
+
+
+# ---- coercion ---------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(data=st.data())
+def test_field_coercer_is_coerce_fields(data: Any) -> None:
+    annotations = {v.name: v.validation_annotation for v in field_views(Mixed)[1]}
+    values = {n: data.draw(RAW[n]) for n in annotations if data.draw(st.integers(0, 9))}
+
+    def errors_of(fn: Any) -> Any:
+        try:
+            return fn()
+        except FieldValueError as exc:
+            return str(exc), exc.errors
+
+    assert errors_of(lambda: FieldCoercer(annotations)(values)) == errors_of(
+        lambda: coerce_fields(values, annotations)
+    )

@@ -43,6 +43,7 @@ from sigform.adapters.native_tools import (
     outputs_with_calls,
     request_tools,
 )
+from sigform.adapters.parse_plan import ChatParsePlan, build_chat_parse_plan
 from sigform.adapters.request_plan import build_request_plan
 from sigform.adapters.result import AdapterResult, Slot, final_error
 from sigform.adapters.templating import TemplateSet
@@ -126,9 +127,10 @@ class Adapter:
         self._matchers = SigCache()
         self._user_cache = SigCache()
         self._request_plans = SigCache()
+        self._parse_plans = SigCache()
         self._lock = threading.Lock()
-        # the per-signature fast paths (request plans); tests turn them off to compare
-        # with the generic path, which gives the same results
+        # the per-signature fast paths (request and parse plans); tests turn them off to compare
+        # with the generic paths, which give the same results
         self._fast_paths = True
 
     def __repr__(self) -> str:
@@ -343,6 +345,13 @@ class Adapter:
 
         if not isinstance(completion, str):
             raise StructureError(f"expected the completion text as a str, got {type(completion).__name__}")
+        if self._fast_paths:
+            plan = self._parse_plans.get(signature)
+            if plan is None:
+                plan = self._parse_plans.put(signature, self._chat_parse_plan(signature) or False)
+            fast = plan.parse(completion) if plan else None
+            if fast is not None:  # a clean answer whose values validate; else the full parser's verdict
+                return fast
         views = field_views(signature)[1]
         found = self.extract(signature, completion)
         structural: list[FieldError] = []
@@ -379,6 +388,13 @@ class Adapter:
         if errors:
             raise FieldValueError(f"{len(errors)} field value(s) do not validate", errors=errors)
         return {v.name: values[v.name] for v in views}
+
+    def _chat_parse_plan(self, signature: Any) -> ChatParsePlan | None:
+        """The clean-chat-answer fast path, for adapters that read the chat format first with the
+        base class's extraction."""
+        if self.parse_order[:1] != ("chat",) or type(self).extract is not Adapter.extract:
+            return None
+        return build_chat_parse_plan(field_views(signature)[1], self.matcher(signature))
 
     def structure_summary(
         self, found: Extracted, missing: Sequence[FieldView], views: Sequence[FieldView]

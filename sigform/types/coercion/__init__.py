@@ -9,6 +9,7 @@ Nothing else ever escapes :func:`coerce`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -18,7 +19,7 @@ from sigform.types.coercion._plan import Invalid, adapter_for, plan_for
 from sigform.types.coercion._union import pydantic_message
 from sigform.types.names import type_name
 
-__all__ = ["coerce", "coerce_fields", "field_error"]
+__all__ = ["FieldCoercer", "coerce", "coerce_fields", "field_error"]
 
 # tests flip this to surface internal bugs instead of wrapping them as parse errors
 _RERAISE_INTERNAL = False
@@ -103,6 +104,37 @@ def coerce_fields(values: dict[str, Any], annotations: dict[str, Any]) -> dict[s
         plural = "s" if len(errors) > 1 else ""
         raise FieldValueError(f"could not read {len(errors)} field{plural}", errors=errors)
     return out
+
+
+class FieldCoercer:
+    """:func:`coerce_fields` for one fixed set of fields, each field's converter looked up once
+    (adapters keep one per signature). Calling it gives exactly what ``coerce_fields`` gives."""
+
+    __slots__ = ("_steps", "annotations")
+
+    def __init__(self, annotations: Mapping[str, Any]) -> None:
+        self.annotations = dict(annotations)
+        steps = []
+        for name, annotation in self.annotations.items():
+            node = plan_for(annotation)
+            adapter = adapter_for(annotation) if node.needs_validation else None
+            steps.append((name, node.convert, adapter))
+        self._steps = tuple(steps)
+
+    def try_convert(self, values: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The coerced values, or ``None`` when a field is missing or fails (no error built)."""
+        out: dict[str, Any] = {}
+        try:
+            for name, convert, adapter in self._steps:
+                value = convert(values[name], name, True)
+                out[name] = value if adapter is None else adapter.validate_python(value)
+        except Exception:
+            return None
+        return out
+
+    def __call__(self, values: dict[str, Any]) -> dict[str, Any]:
+        out = self.try_convert(values)
+        return coerce_fields(values, self.annotations) if out is None else out
 
 
 def _safe_name(annotation: Any) -> str:
