@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -35,13 +34,13 @@ def _threads() -> ThreadPoolExecutor:
     return _pool
 
 
-def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str, secrets: Iterable[str]) -> Any:
+def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str) -> Any:
     attempt = 0
     while True:
         try:
             return route.backend.complete(req)
         except Exception as exc:
-            err = map_exception(exc, model=label, secrets=secrets)
+            err = map_exception(exc, model=label, secrets=req.known_secrets())
             if err is exc:
                 raise
             if not policy.should_retry(err, attempt):
@@ -54,15 +53,13 @@ def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str, s
     raise err
 
 
-async def _attempt_async(
-    route: Route, req: Request, policy: RetryPolicy, label: str, secrets: Iterable[str]
-) -> Any:
+async def _attempt_async(route: Route, req: Request, policy: RetryPolicy, label: str) -> Any:
     attempt = 0
     while True:
         try:
             return await route.backend.acomplete(req)
         except Exception as exc:
-            err = map_exception(exc, model=label, secrets=secrets)
+            err = map_exception(exc, model=label, secrets=req.known_secrets())
             if err is exc:
                 raise
             if not policy.should_retry(err, attempt):
@@ -91,39 +88,35 @@ def _merge(parts: list[tuple[list[Completion], Usage]], n: int, label: str) -> l
     return [replace(c, usage=total) for c in completions]
 
 
-def complete_n(
-    route: Route, req: Request, n: int, policy: RetryPolicy, label: str, secrets: Iterable[str]
-) -> list[Completion]:
+def complete_n(route: Route, req: Request, n: int, policy: RetryPolicy, label: str) -> list[Completion]:
     """``n`` completions for ``req`` (sync)."""
-    secrets = tuple(secrets)
     if n == 1 or route.supports_n:
-        parts = [_parse(route, _attempt_sync(route, req.with_n(n), policy, label, secrets))]
+        parts = [_parse(route, _attempt_sync(route, req.with_n(n), policy, label))]
     else:
         parts = []
     missing = n - sum(len(c) for c, _ in parts)
     if missing > 0:
         single = req.with_n(None)
         futures = [
-            _threads().submit(_attempt_sync, route, single, policy, label, secrets) for _ in range(missing)
+            _threads().submit(_attempt_sync, route, single, policy, label) for _ in range(missing)
         ]
         parts += [_parse(route, f.result()) for f in futures]
     return _merge(parts, n, label)
 
 
 async def acomplete_n(
-    route: Route, req: Request, n: int, policy: RetryPolicy, label: str, secrets: Iterable[str]
+    route: Route, req: Request, n: int, policy: RetryPolicy, label: str
 ) -> list[Completion]:
     """``n`` completions for ``req`` (async, concurrent requests when needed)."""
-    secrets = tuple(secrets)
     if n == 1 or route.supports_n:
-        parts = [_parse(route, await _attempt_async(route, req.with_n(n), policy, label, secrets))]
+        parts = [_parse(route, await _attempt_async(route, req.with_n(n), policy, label))]
     else:
         parts = []
     missing = n - sum(len(c) for c, _ in parts)
     if missing > 0:
         single = req.with_n(None)
         results = await asyncio.gather(
-            *(_attempt_async(route, single, policy, label, secrets) for _ in range(missing))
+            *(_attempt_async(route, single, policy, label) for _ in range(missing))
         )
         parts += [_parse(route, r) for r in results]
     return _merge(parts, n, label)

@@ -38,10 +38,14 @@ class CredentialError(LMError):
     An :class:`~sigform.errors.LMError` (the call could not be made), never retried."""
 
 
+# request parameters whose names look like secrets but are not (OpenAI's cache routing key)
+_NOT_SECRET = frozenset({"prompt_cache_key"})
+
+
 def is_secret_name(name: str) -> bool:
     """True for setting names whose values are secrets (``api_key``, ``*_token``, ...)."""
     low = name.lower()
-    return low in ("api_key", "key", "token") or low.endswith(_SECRET_SUFFIXES)
+    return low not in _NOT_SECRET and (low in ("api_key", "key", "token") or low.endswith(_SECRET_SUFFIXES))
 
 
 class Credential:
@@ -89,11 +93,14 @@ class Credential:
                 raise CredentialError(f"{self.name}: environment variable {self.source} is not set") from None
         if self.kind == "callable":
             try:
-                return self._value()
+                value = self._value()
             except Exception as exc:
                 raise CredentialError(
                     f"{self.name}: the callable {self.source!r} raised {type(exc).__name__}"
                 ) from None
+            if self.secret and isinstance(value, str):
+                self._cached = value  # the latest value, so that errors echoing it can be scrubbed
+            return value
         with self._lock:
             if self._cached is None:
                 self._cached = self._run()
@@ -150,7 +157,7 @@ class Credential:
             return []
         if self.kind == "literal" and isinstance(self._value, str):
             return [self._value]
-        if self.kind == "cmd" and self._cached:
+        if self.kind in ("cmd", "callable") and self._cached:
             return [self._cached]
         if self.kind == "env":
             v = os.environ.get(self.source)

@@ -315,11 +315,26 @@ class LM:
                 route = self._route = moved
         return route
 
-    def _secrets(self) -> list[str]:
-        out = self._api_key.known_values() if self._api_key is not None else []
-        for cred in self._connection.values():
-            out += cred.known_values()
-        return out
+    def _call_credentials(self, kwargs: dict[str, Any]) -> tuple[Credential | None, dict[str, Credential]]:
+        """The request's credentials: the LM's, with per-call ``api_key=`` and connection settings
+        (popped from ``kwargs``) resolved the same way -- never request parameters, so they reach
+        neither the body, the history, the hooks nor the cache key."""
+        if "api_base" in kwargs:
+            raise TypeError(
+                "api_base cannot change per call (it picks the route); use lm.copy(api_base=...) for "
+                "another endpoint"
+            )
+        names = [k for k in kwargs if k in _CONNECTION or is_secret_name(k)]
+        if not names:
+            return self._api_key, self._connection
+        api_key, connection = self._api_key, dict(self._connection)
+        for name in names:
+            value = kwargs.pop(name)
+            if name == "api_key":
+                api_key = Credential("api_key", value, secret=True)
+            else:
+                connection[name] = Credential(name, value)
+        return api_key, connection
 
     def _filter(self, route: Route, params: dict[str, Any]) -> dict[str, Any]:
         schema = route.schema
@@ -356,6 +371,7 @@ class LM:
         ):
             raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts (or a string)")
         control = {k: kwargs.pop(k) for k in _CONTROL & kwargs.keys()}
+        api_key, connection = self._call_credentials(kwargs) if kwargs else (self._api_key, self._connection)
         route = self._current_route()
         if control.get("prompt_cache", self.prompt_cache):  # adapters mark system+demos themselves
             messages = mark_prefix(messages, _leading_system(messages), route.provider, route.model)
@@ -378,8 +394,8 @@ class LM:
             messages,
             params,
             route.api_base,
-            self._api_key,
-            self._connection,
+            api_key,
+            connection,
             headers,
             timeout,
         )
@@ -510,9 +526,7 @@ class LM:
             self._done(prep, cached, started, cache_hit=True)
             return cached
         try:
-            completions = calls.complete_n(
-                prep.route, prep.request, prep.n, prep.policy, self.model, self._secrets()
-            )
+            completions = calls.complete_n(prep.route, prep.request, prep.n, prep.policy, self.model)
         except LMError as exc:
             self._failed(prep, exc, started)
             raise
@@ -528,9 +542,7 @@ class LM:
             self._done(prep, cached, started, cache_hit=True)
             return cached
         try:
-            completions = await calls.acomplete_n(
-                prep.route, prep.request, prep.n, prep.policy, self.model, self._secrets()
-            )
+            completions = await calls.acomplete_n(prep.route, prep.request, prep.n, prep.policy, self.model)
         except LMError as exc:
             self._failed(prep, exc, started)
             raise

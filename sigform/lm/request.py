@@ -35,6 +35,15 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float | None = None
 
+    def known_secrets(self) -> list[str]:
+        """The secret values of this request's credentials already resolved, for scrubbing error
+        text. Read when an error is mapped, after the request resolved them (a command's or a
+        callable's value is unknown before the first send)."""
+        out = self.api_key.known_values() if self.api_key is not None else []
+        for cred in self.connection.values():
+            out += cred.known_values()
+        return out
+
     def with_n(self, n: int | None) -> Request:
         """A copy asking for ``n`` candidates (``None`` removes the setting)."""
         params = dict(self.params)

@@ -71,7 +71,7 @@ def run_stream(lm: LM, messages: Any, kwargs: dict[str, Any]) -> Iterator[Stream
                         yield delta
                 break
             except Exception as exc:
-                err = map_exception(exc, model=lm.model, secrets=lm._secrets())
+                err = map_exception(exc, model=lm.model, secrets=req.known_secrets())
                 if err is exc:
                     raise
                 if yielded or not prep.policy.should_retry(err, attempt):
@@ -115,7 +115,7 @@ def arun_stream(
                         yield delta
                 break
             except Exception as exc:
-                err = map_exception(exc, model=lm.model, secrets=lm._secrets())
+                err = map_exception(exc, model=lm.model, secrets=req.known_secrets())
                 if err is exc:
                     raise
                 if yielded or not prep.policy.should_retry(err, attempt):
