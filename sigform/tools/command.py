@@ -14,7 +14,7 @@
 Commands are argv lists run without a shell, in order, as asyncio subprocesses. A ``${name}``
 placeholder is filled from the validated arguments (or from ``env(args)``, for derived values such
 as a temp dir) and its value always stays inside the one argv element that holds it, so an argument
-can never become a second command or extra arguments. A value that would fill a whole element and
+can never become a second command or extra arguments. A value that would start an element and
 looks like an option (``--output=...``) is refused, since the program would read it as one. Each
 command has a timeout and bounded output capture; exit code 0 runs the next command, anything else
 is an error result and the remaining commands are skipped. Command tools require approval unless
@@ -102,8 +102,8 @@ def _stringify(name: str, value: Any) -> str:
 def fill(template: Sequence[str], values: Mapping[str, Any]) -> list[str]:
     """Fill ``${name}`` placeholders; each argv element stays exactly one element.
 
-    Raises ValueError for a missing value, a non-scalar value or an option-like value filling a
-    whole element.
+    Raises ValueError for a missing value, a non-scalar value or a value that makes an element
+    start with '-' (an option) when the template does not.
     """
     argv: list[str] = []
     for element in template:
@@ -117,10 +117,11 @@ def fill(template: Sequence[str], values: Mapping[str, Any]) -> list[str]:
             return _stringify(name, values[name])
 
         filled = _PLACEHOLDER.sub(replace, element)
-        whole = _PLACEHOLDER.fullmatch(element)
-        if whole and whole.group(1) and filled.startswith("-") and not _NUMBER.match(filled):
+        # a leading '-' the template does not write itself came from a value: the program would
+        # read the element as an option (whether the value fills all of it or only its start)
+        if filled.startswith("-") and not element.startswith("-") and not _NUMBER.match(filled):
             raise ValueError(
-                f"argument `{whole.group(1)}` = {filled!r} starts with '-' and would be read as an option "
+                f"argument {filled!r} (from {element!r}) starts with '-' and would be read as an option "
                 "by the program; use a value without a leading '-'"
             )
         argv.append(filled)
