@@ -10,6 +10,7 @@ and damaged completions: same messages, same values, or the same error.
 from __future__ import annotations
 
 import enum
+import json
 import os
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -257,6 +258,84 @@ def test_parse_is_the_generic_parse(cls: type[Adapter], data: Any) -> None:
     assert _outcome(lambda: fast.parse(signature, text)) == _outcome(lambda: slow.parse(signature, text))
 
 
+# parsed JSON values per output field, some valid, some not
+JSON_VALUES = st.one_of(
+    st.integers(-3, 3),
+    st.floats(allow_nan=True, allow_infinity=False, width=16),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["calm", "TENSE", "12", "true", "None", "a, b", "x"]),
+    TRICKY,
+    st.lists(st.sampled_from(["a", "b", 1]), max_size=2),
+    st.fixed_dictionaries({"name": st.sampled_from(["bolt", 3]), "count": st.sampled_from([1, "2", "x"])}),
+    st.dictionaries(st.sampled_from(["value", "answer", "k"]), st.integers(0, 2), max_size=1),
+)
+
+
+JSON_GOOD = {
+    "pages": st.sampled_from([3, 3.0, "4", "1,000"]),
+    "score": st.sampled_from([0.5, 1, "2.5"]),
+    "ok": st.sampled_from([True, "yes", False]),
+    "mood": st.sampled_from(["calm", "Tense"]),
+    "tone": st.sampled_from(["calm", "TENSE"]),
+    "tags": st.sampled_from([["a"], [], "- a\n- b"]),
+    "year": st.sampled_from([None, 1999, "null"]),
+    "item": st.sampled_from([{"name": "bolt", "count": 3}, {"name": "n", "count": "2"}]),
+    "rating": st.sampled_from([1, 5, "3"]),
+}
+
+
+@st.composite
+def json_answers(draw: Any, signature: Any) -> str:
+    """A clean JSON answer for ``signature`` half the time, else one damaged a little."""
+    names = list(signature.output_fields)
+    obj = {
+        n: draw(JSON_VALUES if n not in JSON_GOOD or not draw(st.integers(0, 15)) else JSON_GOOD[n])
+        for n in names
+    }
+    text = json.dumps(obj, ensure_ascii=draw(st.booleans()), indent=draw(st.sampled_from([None, 2])))
+    if draw(st.booleans()):
+        return draw(st.sampled_from(["", " \n"])) + text + draw(st.sampled_from(["", "\n"]))
+    damage = draw(st.integers(0, 7))
+    name = draw(st.sampled_from(names))
+    if damage == 0:  # a key given twice, with the same or another value
+        text = text[:-1] + f', "{name}": {json.dumps(draw(JSON_VALUES))}}}'
+    elif damage == 1:
+        text = text[:-1] + ', "extra": 1}' if len(text) > 2 else '{"extra": 1}'
+    elif damage == 2:
+        text = json.dumps({k: v for k, v in obj.items() if k != name})
+    elif damage == 3:
+        text = json.dumps({name.upper() if k == name else k: v for k, v in obj.items()})
+    elif damage == 4:
+        text = draw(st.sampled_from(["```json\n", "Here:\n", '{"result": '])) + text
+    elif damage == 5:
+        text = text + draw(st.sampled_from(["\n```", " and more", "}", "\n{}", ' {"answer": "b"}']))
+    elif damage == 6:
+        text = json.dumps([obj]) if draw(st.booleans()) else json.dumps(json.dumps(obj))
+    else:
+        pos = draw(st.integers(0, len(text)))
+        text = text[:pos] + draw(st.sampled_from(["{", "}", '"', ",", "NaN", "\\"])) + text[pos:]
+    return text
+
+
+@pytest.mark.parametrize("cls", [JSONAdapter, ChatAdapter])
+@settings(max_examples=EXAMPLES + 50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_json_parse_is_the_generic_parse(cls: type[Adapter], data: Any) -> None:
+    signature = data.draw(st.sampled_from([Small, Mixed]))
+    text = data.draw(json_answers(signature))
+    fast, slow = _pair(cls)
+    assert _outcome(lambda: fast.parse(signature, text)) == _outcome(lambda: slow.parse(signature, text))
+
+
+def test_clean_json_takes_the_fast_path() -> None:
+    plan = JSONAdapter()._parse_plan(Small)
+    assert plan is not None and plan.parse(' {"answer": " Paris "}\n') == {"answer": "Paris"}
+    others = ('{"answer": "a", "answer": "b"}', '{"Answer": "a"}', '[{"answer": "a"}]', 'x {"answer": "a"}')
+    assert [plan.parse(other) for other in others] == [None] * len(others)
+    assert JSONAdapter().parse(Small, '{"answer": "a", "answer": "a"}') == {"answer": "a"}
+
+
 def _clean(signature: Any, values: dict[str, str]) -> str:
     return "\n\n".join(f"[[ ## {n} ## ]]\n{v}" for n, v in values.items()) + "\n\n[[ ## completed ## ]]"
 
@@ -276,7 +355,7 @@ def test_clean_answers_take_the_fast_path() -> None:
         "rating": "4",
     }
     text = "Here you go:\n" + _clean(Mixed, raw) + "\nthanks"
-    plan = adapter._chat_parse_plan(Mixed)
+    plan = adapter._parse_plan(Mixed)
     assert plan is not None and plan.sections(text) == {**raw, "summary": "A [[ ## x ## ]] summary"}
     values = adapter.parse(Mixed, text)
     assert values["summary"] == "A [[ ## x ## ]] summary" and values["item"] == Item(name="bolt", count=3)
@@ -291,7 +370,7 @@ def test_clean_answers_take_the_fast_path() -> None:
 def test_no_plan_when_a_field_reads_as_the_completed_marker() -> None:
     for name in ("Completed", "completed_"):
         sig = sf.make_signature(f"question -> {name}")
-        assert ChatAdapter()._chat_parse_plan(sig) is None
+        assert ChatAdapter()._parse_plan(sig) is None
         assert ChatAdapter().parse(sig, "[[ ## completed ## ]]\nyes") == {name: "yes"}
 
 

@@ -43,7 +43,7 @@ from sigform.adapters.native_tools import (
     outputs_with_calls,
     request_tools,
 )
-from sigform.adapters.parse_plan import ChatParsePlan, build_chat_parse_plan
+from sigform.adapters.parse_plan import ChatParsePlan, JSONParsePlan, build_parse_plan
 from sigform.adapters.request_plan import build_request_plan
 from sigform.adapters.result import AdapterResult, Slot, final_error
 from sigform.adapters.templating import TemplateSet
@@ -348,7 +348,7 @@ class Adapter:
         if self._fast_paths:
             plan = self._parse_plans.get(signature)
             if plan is None:
-                plan = self._parse_plans.put(signature, self._chat_parse_plan(signature) or False)
+                plan = self._parse_plans.put(signature, self._parse_plan(signature) or False)
             fast = plan.parse(completion) if plan else None
             if fast is not None:  # a clean answer whose values validate; else the full parser's verdict
                 return fast
@@ -389,12 +389,11 @@ class Adapter:
             raise FieldValueError(f"{len(errors)} field value(s) do not validate", errors=errors)
         return {v.name: values[v.name] for v in views}
 
-    def _chat_parse_plan(self, signature: Any) -> ChatParsePlan | None:
-        """The clean-chat-answer fast path, for adapters that read the chat format first with the
-        base class's extraction."""
-        if self.parse_order[:1] != ("chat",) or type(self).extract is not Adapter.extract:
+    def _parse_plan(self, signature: Any) -> ChatParsePlan | JSONParsePlan | None:
+        """The clean-answer fast path for the format read first (with the base class's extraction)."""
+        if type(self).extract is not Adapter.extract:
             return None
-        return build_chat_parse_plan(field_views(signature)[1], self.matcher(signature))
+        return build_parse_plan(self.parse_order[0], field_views(signature)[1], self.matcher(signature))
 
     def structure_summary(
         self, found: Extracted, missing: Sequence[FieldView], views: Sequence[FieldView]

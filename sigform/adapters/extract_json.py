@@ -20,7 +20,7 @@ import regex
 
 from sigform.adapters.names import FieldMatcher, norm_name
 
-__all__ = ["JSONFind", "find_json_object"]
+__all__ = ["JSONFind", "find_json_object", "read_pairs"]
 
 # balanced {...}, skipping braces inside double-quoted strings
 _OBJECT_RE = regex.compile(r'\{(?:[^{}"\\]++|\\.|"(?:[^"\\]|\\.)*+"|(?R))*+\}', regex.DOTALL)
@@ -38,7 +38,9 @@ class _Obj(dict):  # type: ignore[type-arg]
     conflicts: set[str]
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> _Obj:
+def read_pairs(pairs: list[tuple[str, Any]]) -> _Obj:
+    """``object_pairs_hook`` for ``json.loads``: a dict whose ``conflicts`` names keys given twice
+    with different values."""
     obj = _Obj()
     obj.conflicts = set()
     for key, value in pairs:
@@ -60,7 +62,7 @@ class JSONFind:
 
 def _read(span: str) -> tuple[Any, str | None]:
     try:
-        return json.loads(span, object_pairs_hook=_pairs), None
+        return json.loads(span, object_pairs_hook=read_pairs), None
     except (ValueError, RecursionError):
         pass
     from sigform.types.json_text import JSONTextError, parse_json_text
@@ -91,7 +93,7 @@ def _candidates(text: str) -> tuple[list[Any], str | None]:
             stripped = text = inner.strip()
     if stripped[:1] in "{[":
         try:
-            value = json.loads(stripped, object_pairs_hook=_pairs)
+            value = json.loads(stripped, object_pairs_hook=read_pairs)
         except (ValueError, RecursionError):
             # a repaired read of the whole text is only trusted when it holds one top-level
             # object: json-repair reads `{answer} prose {template}` as the *last* object

@@ -1,6 +1,6 @@
-"""A fast read of the clean chat answer, worked out once per signature.
+"""A fast read of the clean answer, worked out once per signature.
 
-Most answers in the chat format are exactly what was asked for::
+Most answers are exactly what was asked for. In the chat format::
 
     [[ ## a ## ]]
     ...
@@ -14,22 +14,26 @@ Each header on its own line, the output fields once each and in order, then the 
 marker, and no other ``[[`` anywhere. For such a text the lenient scanner
 (:func:`~sigform.adapters.chat_scan.find_sections`) can only find these sections, so a chain of
 ``str.find`` calls reads them, and the values are coerced with the fields' converters looked up
-once. Anything else -- a missing or extra header, another order, a fence, a header not at a line
-start, a value that does not validate -- returns ``None`` here and the full parser runs, so the
-result (values or error) is always the one the full parser gives (tested against it).
+once. In JSON: the whole text one object (outer blank space aside) whose keys are exactly the
+output fields, each once, read by ``json.loads`` as the full parser reads it. Anything else -- a
+missing or extra header or key, another order, a fence, a header not at a line start, a value
+that does not validate -- returns ``None`` here and the full parser runs, so the result (values
+or error) is always the one the full parser gives (tested against it).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from sigform.adapters.chat_scan import restore_markers
+from sigform.adapters.extract_json import read_pairs
 from sigform.adapters.fields import FieldView
 from sigform.adapters.names import FieldMatcher
 from sigform.types.coercion import FieldCoercer
 
-__all__ = ["ChatParsePlan", "build_chat_parse_plan"]
+__all__ = ["ChatParsePlan", "JSONParsePlan", "build_parse_plan"]
 
 _COMPLETED = "[[ ## completed ## ]]"
 
@@ -75,11 +79,39 @@ class ChatParsePlan:
         return self.coerce.try_convert(raw)
 
 
-def build_chat_parse_plan(views: Sequence[FieldView], matcher: FieldMatcher) -> ChatParsePlan | None:
-    """The plan for ``views``, or ``None`` when a clean answer could be read another way (no
-    output field, or a field the scanner would take for the completed marker)."""
-    if not views or matcher.match("completed") is not None:
+class JSONParsePlan:
+    """The output fields of one signature's clean JSON answer, and their coercer."""
+
+    __slots__ = ("coerce", "names")
+
+    def __init__(self, views: Sequence[FieldView]) -> None:
+        self.names = frozenset(v.name for v in views)
+        self.coerce = FieldCoercer({v.name: v.validation_annotation for v in views})
+
+    def parse(self, text: str) -> dict[str, Any] | None:
+        """Typed values of a clean answer; ``None`` when it is not clean or a value fails."""
+        text = text.strip()
+        if text[:1] != "{":
+            return None
+        try:
+            obj = json.loads(text, object_pairs_hook=read_pairs)  # the full parser's read, conflicts kept
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(obj, dict) or obj.conflicts or obj.keys() != self.names:
+            return None
+        return self.coerce.try_convert(obj)
+
+
+def build_parse_plan(
+    fmt: str, views: Sequence[FieldView], matcher: FieldMatcher
+) -> ChatParsePlan | JSONParsePlan | None:
+    """The plan for answers in ``fmt`` (the format read first), or ``None`` when a clean answer
+    could be read another way (no output field, or a field the chat scanner would take for the
+    completed marker)."""
+    if not views or any(matcher.match(v.name) != v.name for v in views):
         return None
-    if any(matcher.match(v.name) != v.name for v in views):
-        return None
-    return ChatParsePlan(views)
+    if fmt == "json":
+        return JSONParsePlan(views)
+    if fmt == "chat" and matcher.match("completed") is None:
+        return ChatParsePlan(views)
+    return None
