@@ -25,13 +25,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sigform.conversation import LAYOUT_KEY, Layout, asend
-from sigform.errors import FieldValueError, InputError, SignatureError, ToolError
+from sigform.errors import FieldValueError, SignatureError, ToolError
 from sigform.hooks import Callback
 from sigform.lm.interface import Completion, Usage
+from sigform.predict.inputs import InputChecker
 from sigform.predict.module import Module
 from sigform.predict.predict import default_lm, ensure_signature
 from sigform.predict.prediction import Prediction, PredictionMeta
 from sigform.settings import get_setting
+from sigform.signatures import Signature
 from sigform.tools._invoke import run_sync
 from sigform.tools.approval import Approver
 from sigform.tools.protocol import FINISH, NativeProtocol, Reply, TextProtocol, system_prompt, user_prompt
@@ -97,6 +99,16 @@ class Agent(Module):
         self.callbacks = list(callbacks) if callbacks else None
         self.config: dict[str, Any] = dict(lm_kwargs)
 
+    # a property, as on Predict, so that replacing the signature also replaces its input checker
+    @property
+    def signature(self) -> type[Signature]:
+        return self._signature
+
+    @signature.setter
+    def signature(self, value: Any) -> None:
+        self._signature = ensure_signature(value)
+        self._checker = InputChecker(self._signature)
+
     # -- running ----------------------------------------------------------------------------------
     def forward(self, **inputs: Any) -> Prediction:
         """Run the agent to its final answer (or until it stops); see :meth:`aforward`."""
@@ -104,13 +116,10 @@ class Agent(Module):
 
     async def aforward(self, **inputs: Any) -> Prediction:
         """Async run: returns a :class:`Prediction` with the outputs and ``trajectory``."""
-        unknown = sorted(set(inputs) - set(self.signature.input_fields))
-        missing = [n for n in self.signature.input_fields if n not in inputs]
-        if unknown or missing:
-            raise InputError(
-                f"Agent inputs: missing {missing or 'none'}, unknown {unknown or 'none'}; expected "
-                f"{list(self.signature.input_fields)}"
-            )
+        # checked like a program's inputs (names and types) before anything is sent; the prompt
+        # shows the inputs given, as validated
+        checked = self._checker.check(inputs)
+        inputs = {name: value for name, value in checked.items() if name in inputs}
         lm = self.lm or get_setting("lm") or default_lm()
         approver = self.approver if self.approver is not None else get_setting("approver")
         always = [t.name for t in self.tools.values() if t.requires_approval is True]

@@ -1,0 +1,79 @@
+"""Review findings in sigform.tools: option injection through a placeholder that starts an element,
+agent inputs checked like a program's before any LM call."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+import sigform as sf
+from sigform.lm.interface import Completion, ToolCall
+from sigform.testing import ScriptedLM
+from sigform.tools import CommandTool
+from sigform.tools.command import fill
+
+PY = sys.executable
+
+
+def test_a_value_at_the_start_of_an_element_cannot_make_it_an_option() -> None:
+    # "${ref}..HEAD" with ref="--output=/tmp/x" gave "--output=/tmp/x..HEAD": git writes the file
+    for template in (["git", "log", "${ref}..HEAD"], ["rm", "${name}.txt"], ["x", "${a}${b}"]):
+        with pytest.raises(ValueError, match="option"):
+            fill(template, {"ref": "--output=/tmp/x", "name": "-rf", "a": "", "b": "-v"})
+    # a literal leading dash is the template's own, and a placeholder after it is safe
+    assert fill(["--name=${n}", "-${n}"], {"n": "-x"}) == ["--name=-x", "--x"]
+    assert fill(["${n}.5"], {"n": 3}) == ["3.5"]
+    assert fill(["${n}"], {"n": -2.5}) == ["-2.5"]
+
+
+def test_command_tool_refuses_the_leading_value_before_running(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+
+    class Args(BaseModel):
+        name: str
+
+    tool = CommandTool(
+        "touch", "touch", [[PY, "-c", f"open({str(marker)!r}, 'w')", "${name}.txt"]], Args,
+        requires_approval=False,
+    )
+    result = tool.run(name="--evil")
+    assert result.status == "error" and "option" in result.message
+    assert not marker.exists()
+
+
+def _finishing_lm() -> ScriptedLM:
+    return ScriptedLM(
+        [Completion(text="", tool_calls=(ToolCall("finish", {"y": "ok"}, "c1"),))], features={"tools"}
+    )
+
+
+def _noop(a: int) -> int:
+    """Return a."""
+    return a
+
+
+def test_agent_inputs_are_type_checked_before_any_lm_call() -> None:
+    # only names were checked: "five" for an int input went to the model
+    lm = _finishing_lm()
+    agent = sf.Agent("x: int -> y", tools=[_noop], lm=lm)
+    with pytest.raises(sf.InputError, match=r"`x` expects int"):
+        agent(x="five")
+    assert lm.calls == []
+    assert agent(x="5").y == "ok"  # lax conversion, as for Predict
+    assert "5" in lm.last_messages[-1]["content"]
+
+
+def test_agent_optional_input_may_be_left_out() -> None:
+    lm = _finishing_lm()
+    agent = sf.Agent("x: int, note: str | None -> y", tools=[_noop], lm=lm)
+    assert agent(x=1).y == "ok"
+
+
+def test_agent_checks_inputs_against_a_replaced_signature() -> None:
+    lm = _finishing_lm()
+    agent = sf.Agent("x: int -> y", tools=[_noop], lm=lm)
+    agent.signature = sf.make_signature("x: str -> y")
+    assert agent(x="five").y == "ok"
