@@ -131,9 +131,12 @@ class Prediction(Record):
         return record_rich("Prediction", self._store, footer=self._footer())
 
 
-class Completions(Sequence[Prediction]):
+class Completions:
     """The candidates of one call: ``completions[0]`` is a :class:`Prediction`,
-    ``completions.answer`` (or ``completions["answer"]``) the list of one field's values."""
+    ``completions.answer`` (or ``completions["answer"]``) the list of one field's values.
+
+    A registered :class:`~collections.abc.Sequence` that does not inherit ``count``/``index``,
+    so fields of those names are read like any other."""
 
     __slots__ = ("_items",)
 
@@ -167,5 +170,14 @@ class Completions(Sequence[Prediction]):
     def __iter__(self) -> Iterator[Prediction]:
         return iter(self._items)
 
+    def __reversed__(self) -> Iterator[Prediction]:
+        return reversed(self._items)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._items
+
     def __repr__(self) -> str:
         return f"Completions({list(self._items)!r})"
+
+
+Sequence.register(Completions)

@@ -43,6 +43,7 @@ RESERVED_FIELD_NAMES = frozenset(
         "equals",
         "completed",
         "completions",
+        "from_candidates",
         "with_inputs",
         "to_dict",
         "copy",
