@@ -114,3 +114,18 @@ def test_prompt_cache_key_is_a_request_parameter_not_a_secret(lm_server: FakeOpe
     assert lm_server.requests[-1]["prompt_cache_key"] == "tenant-1"
     lm(MSG, cache=False, prompt_cache_key="tenant-2")
     assert lm_server.requests[-1]["prompt_cache_key"] == "tenant-2"
+
+
+def test_extra_headers_are_headers_never_recorded(lm_server: FakeOpenAIServer, fast_path: bool) -> None:
+    # litellm's name for request headers was kept as a request parameter: shown by repr(lm), saved
+    # by dump_state and recorded in history, Authorization value and all
+    auth = {"Authorization": f"Bearer {SECRET}"}
+    lm = LM("openai/fake", api_base=lm_server.api_base, fast_path=fast_path, extra_headers=auth)
+    lm(MSG)
+    assert lm_server.headers[-1]["authorization"] == f"Bearer {SECRET}"
+    lm(MSG, extra_headers={"X-Trace": "t1"}, cache=False)
+    assert lm_server.headers[-1]["x-trace"] == "t1"
+    assert lm_server.headers[-1]["authorization"] == f"Bearer {SECRET}"
+    surfaces = [repr(lm), json.dumps(lm.dump_state()), repr(list(lm.history)), repr(lm.copy())]
+    assert all(SECRET not in s for s in surfaces)
+    assert "extra_headers" not in lm_server.requests[-1]

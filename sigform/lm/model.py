@@ -157,6 +157,8 @@ class LM:
         self._api_key = Credential("api_key", api_key, secret=True) if api_key is not None else None
         self._connection: dict[str, Credential] = {}
         defaults: dict[str, Any] = {}
+        if "extra_headers" in kwargs:  # litellm's name for headers: they may carry credentials
+            headers = {**_header_dict(kwargs.pop("extra_headers")), **(headers or {})}
         for name, value in kwargs.items():
             if name in _CONNECTION or is_secret_name(name):
                 self._connection[name] = Credential(name, value)
@@ -371,6 +373,9 @@ class LM:
         ):
             raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts (or a string)")
         control = {k: kwargs.pop(k) for k in _CONTROL & kwargs.keys()}
+        if "extra_headers" in kwargs:  # sent as headers; never a recorded request parameter
+            extra = _header_dict(kwargs.pop("extra_headers"))
+            control["headers"] = {**extra, **(control.get("headers") or {})}
         api_key, connection = self._call_credentials(kwargs) if kwargs else (self._api_key, self._connection)
         route = self._current_route()
         if control.get("prompt_cache", self.prompt_cache):  # adapters mark system+demos themselves
@@ -571,6 +576,14 @@ class LM:
 
     def _accumulator(self, prep: _Prepared) -> StreamAccumulator:
         return StreamAccumulator(model=prep.route.model, provider=prep.route.provider)
+
+
+def _header_dict(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"extra_headers must be a dict of header names to values, got {type(value).__name__}")
+    return dict(value)
 
 
 def _leading_system(messages: list[Message]) -> int:
