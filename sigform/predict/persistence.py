@@ -52,9 +52,18 @@ def _lm_state(lm: Any) -> dict[str, Any] | None:
 
 
 def _config_state(config: Mapping[str, Any], where: str) -> dict[str, Any]:
+    return {k: _jsonable(v, f"{where}.config.{k}") for k, v in public_options(config).items()}
+
+
+def public_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """LM options safe to save or show: without secret-named ones and without headers (which may
+    carry an Authorization value)."""
     from sigform.lm.credentials import is_secret_name
 
-    return {k: _jsonable(v, f"{where}.config.{k}") for k, v in config.items() if not is_secret_name(k)}
+    return {k: v for k, v in config.items() if k not in _HEADER_OPTIONS and not is_secret_name(k)}
+
+
+_HEADER_OPTIONS = frozenset({"headers", "extra_headers"})
 
 
 def predictor_state(name: str, predictor: Predict) -> dict[str, Any]:
@@ -171,6 +180,8 @@ def load_program(program: Module, state: Mapping[str, Any], *, restore_lm: bool 
             raise ProgramStateError(
                 f"predictor {name!r} was saved as a {entry['type']} but is a {type(predictor).__name__} here"
             )
+        if "signature" not in entry:
+            raise ProgramStateError(f"predictor {name!r}: the saved entry has no signature")
         try:
             signature = predictor.signature.load_state(entry["signature"])
         except SignatureError as exc:

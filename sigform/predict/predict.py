@@ -25,6 +25,7 @@ from sigform.predict import runstate
 from sigform.predict.example import Example, as_examples
 from sigform.predict.inputs import InputChecker
 from sigform.predict.module import Module
+from sigform.predict.persistence import public_options
 from sigform.predict.prediction import Prediction, PredictionMeta
 from sigform.settings import get_setting
 from sigform.signatures import Signature, SignatureMeta, make_signature
@@ -259,7 +260,8 @@ class Predict(Module):
             extras.append(f"demos={len(self.demos)}")
         if self.lm is not None:
             extras.append(f"lm={getattr(self.lm, 'model', type(self.lm).__name__)!r}")
-        if self.config:
-            extras.append(", ".join(f"{k}={v!r}" for k, v in self.config.items()))
+        shown = public_options(self.config)
+        if shown:
+            extras.append(", ".join(f"{k}={v!r}" for k, v in shown.items()))
         tail = (", " + ", ".join(extras)) if extras else ""
         return f"{type(self).__name__}({self._signature.signature!r}{tail})"
