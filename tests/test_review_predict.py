@@ -50,3 +50,15 @@ def test_a_saved_predictor_without_its_signature_is_a_program_state_error(tmp_pa
     path.write_text(json.dumps(data))
     with pytest.raises(sf.ProgramStateError, match="signature"):
         sf.Predict("q -> a").load(path)
+
+
+def test_batch_refuses_zero_workers_instead_of_using_the_default() -> None:
+    import asyncio
+
+    from sigform.testing import ScriptedLM
+
+    prog = sf.Predict("q -> a", lm=ScriptedLM([]))
+    with pytest.raises(ValueError, match="num_threads"):
+        prog.batch([{"q": "x"}], num_threads=0)
+    with pytest.raises(ValueError, match="concurrency"):
+        asyncio.run(prog.abatch([{"q": "x"}], concurrency=0))

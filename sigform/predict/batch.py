@@ -150,6 +150,15 @@ def _resolve_max_errors(max_errors: int | None) -> int | None:
     return value
 
 
+def _width(value: int | None, name: str) -> int:
+    """Workers in flight: the argument, else the ``num_threads`` setting, else the default (an
+    explicit 0 is an error, not the default)."""
+    width = value if value is not None else get_setting("num_threads") or DEFAULT_THREADS
+    if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+        raise ValueError(f"{name} must be a positive integer, got {width!r}")
+    return width
+
+
 def run_batch(
     program: Any,
     examples: Sequence[Any],
@@ -173,7 +182,7 @@ def run_batch(
     items = _prepare(examples)
     limit = _resolve_max_errors(max_errors)
     if executor is None:
-        threads = num_threads or get_setting("num_threads") or DEFAULT_THREADS
+        threads = _width(num_threads, "num_threads")
         pool: Any = ThreadExecutor(threads)
         owned = True
     else:
@@ -216,9 +225,7 @@ async def run_abatch(
     """
     items = _prepare(examples)
     limit = _resolve_max_errors(max_errors)
-    width = concurrency or get_setting("num_threads") or DEFAULT_THREADS
-    if not isinstance(width, int) or width < 1:
-        raise ValueError(f"concurrency must be a positive integer, got {width!r}")
+    width = _width(concurrency, "concurrency")
     gate = asyncio.Semaphore(width)
     guard = _Guard(limit)
 
