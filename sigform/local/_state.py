@@ -1,8 +1,9 @@
 """The small JSON state file that lets several processes share one local server.
 
 ``<cache>/local-server.json`` records the server's port, pid, owning process, model path and
-start time. It is only a hint: before reuse the caller checks that the pid is alive and that the
-port answers with our model alias (see ``_shared``). Writes are atomic (temp file + rename);
+start time. It is only a hint: a record naming a non-loopback host or with mistyped fields counts
+as absent, and before reuse the caller checks that the pid is alive and that the port answers
+with our model alias (see ``_shared``). Writes are atomic (temp file + rename);
 an unreadable or malformed file counts as absent.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 __all__ = ["ServerState", "cache_dir", "clear_state", "pid_alive", "read_state", "state_path", "write_state"]
 
 STATE_FILE = "local-server.json"
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def cache_dir() -> Path:
@@ -70,6 +72,11 @@ def read_state(path: Path | None = None) -> ServerState | None:
     numbers = (state.port, state.pid, state.owner_pid)
     ints_ok = all(isinstance(v, int) and not isinstance(v, bool) for v in numbers)
     if not ints_ok or not (0 < state.port < 65536) or state.pid <= 0:
+        return None
+    texts = (state.model_path, state.alias, state.log_path)
+    if not all(isinstance(v, str) for v in texts) or not isinstance(state.started_at, (int, float)):
+        return None
+    if state.host not in _LOOPBACK:  # the shared server only ever binds loopback: prompts stay here
         return None
     return state
 
