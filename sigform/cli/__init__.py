@@ -9,6 +9,16 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sigform", description="Typed signatures in, validated values out.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -23,8 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--adapter", choices=["chat", "json", "xml", "two-step"], default="chat")
     demo.add_argument("--model", default="local", help="any litellm model name (default: the embedded model)")
     demo.add_argument("--show-prompt", action="store_true", help="print the exact messages of one call")
-    demo.add_argument("--limit", type=int, default=None, help="run only the first N examples")
-    demo.add_argument("--threads", type=int, default=1, help="examples in flight at once")
+    demo.add_argument("--limit", type=_positive, default=None, help="run only the first N examples")
+    demo.add_argument("--threads", type=_positive, default=1, help="examples in flight at once")
     return parser
 
 

@@ -164,6 +164,7 @@ def run_demo(
 ) -> int:
     """Run the demo and print the results table; returns a process exit code."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
@@ -173,7 +174,7 @@ def run_demo(
         _print_prompt(console, build_program(adapter), load_examples("demo_data.jsonl")[0])
     console.print(
         "[bold]sigform demo[/]: few-shot expense extraction, "
-        f"model [cyan]{model}[/], adapter [cyan]{adapter}[/]"
+        f"model [cyan]{escape(model)}[/], adapter [cyan]{adapter}[/]"
     )
     report = evaluate(adapter=adapter, model=model, limit=limit, threads=threads, progress=True)
 
@@ -188,10 +189,11 @@ def run_demo(
         if pred is None:
             failure = report.failures.get(index)
             reason = type(failure.error).__name__ if failure else "failed"
-            table.add_row(label["text"], *(["-"] * len(OUTPUTS)), f"[red]{reason}[/]")
+            table.add_row(escape(label["text"]), *(["-"] * len(OUTPUTS)), f"[red]{reason}[/]")
             continue
-        cells = [f"[{'green' if scored.matches[f] else 'red'}]{pred[f]}[/]" for f in OUTPUTS]
-        table.add_row(label["text"], *cells, "[green]yes[/]" if scored.exact else "[red]no[/]")
+        # model output and notes are text, never markup
+        cells = [f"[{'green' if scored.matches[f] else 'red'}]{escape(str(pred[f]))}[/]" for f in OUTPUTS]
+        table.add_row(escape(label["text"]), *cells, "[green]yes[/]" if scored.exact else "[red]no[/]")
     console.print(table)
 
     n = max(len(report.examples), 1)
