@@ -151,6 +151,17 @@ class Credential:
             return self._value
         return None
 
+    def origin(self) -> tuple[Any, ...]:
+        """Where the value comes from, as a hashable identity, without resolving it: the same
+        variable, command or callable has the same origin whatever value it yields today."""
+        if self.kind == "callable":
+            return ("callable", id(self._value))
+        if self.kind == "literal":
+            value = self._value
+            hashable = isinstance(value, (str, int, float, bool, type(None)))
+            return ("literal", value if hashable else repr(value))
+        return (self.kind, self.source)
+
     def known_values(self) -> list[str]:
         """Resolved secret values already in memory (for scrubbing), without resolving anything."""
         if not self.secret:

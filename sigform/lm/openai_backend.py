@@ -2,9 +2,12 @@
 
 Used for OpenAI-compatible endpoints (``openai/...`` with an ``api_base``, ``hosted_vllm/...``,
 ``lm_studio/...``, the embedded local model) so that a call never imports litellm. One client is
-kept per (api_base, api key) - per event loop for the async client, since connection pools are
-bound to their loop - so connections are pooled. The SDK's own retries are off: sigform owns the
-retry policy. Responses are read as plain JSON (no pydantic model per call).
+kept per endpoint and credential *origin* (the env var, command, callable or literal the key comes
+from) - per event loop for the async client, since connection pools are bound to their loop - so
+connections are pooled. A rotated key replaces its origin's client; the replaced client is closed
+once no request is using it, as is the least recently used one beyond ``MAX_CLIENTS``. Sync
+clients are closed at interpreter exit, async ones when their loop shuts down. The SDK's own
+retries are off: sigform owns the retry policy. Responses are read as plain JSON (no pydantic model per call).
 
 Non-streamed calls skip the SDK's per-request machinery (option models copied twice, headers
 merged, the URL parsed, on every call): the SDK builds one template request per client - URL,
@@ -16,6 +19,7 @@ template is not built and calls go through ``client.post`` as before.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import os
@@ -24,13 +28,15 @@ import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from sigform.lm.client_pool import ClientPool, Lease
 from sigform.lm.request import Request
 
-__all__ = ["FAST_PROVIDERS", "OpenAIBackend", "request_model_name"]
+__all__ = ["FAST_PROVIDERS", "MAX_CLIENTS", "OpenAIBackend", "request_model_name"]
 
 # model prefixes whose endpoints speak the OpenAI chat-completions protocol
 FAST_PROVIDERS = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile", "local", "openai_like"})
 _PLACEHOLDER_KEY = "sk-no-key-required"  # OpenAI-compatible local servers ignore the key
+MAX_CLIENTS = 32  # clients kept per process (and per event loop for async), least recently used out
 _DEFAULT_BASES = {"lm_studio": "http://localhost:1234/v1", "llamafile": "http://127.0.0.1:8080/v1"}
 
 
@@ -46,62 +52,92 @@ class OpenAIBackend:
     name = "openai-sdk"
 
     def __init__(self) -> None:
-        self._sync: dict[tuple[str | None, str], Any] = {}
-        self._async: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[tuple[str | None, str], Any]
-        ] = weakref.WeakKeyDictionary()
+        self._sync = ClientPool(MAX_CLIENTS)
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ClientPool] = (
+            weakref.WeakKeyDictionary()
+        )
         self._lock = threading.Lock()
+        atexit.register(_close_sync_at_exit, weakref.ref(self))
 
     # -- clients ---------------------------------------------------------------------------
 
     @staticmethod
-    def _identity(req: Request) -> tuple[str | None, str, dict[str, Any]]:
-        key = req.api_key.get() if req.api_key is not None else None
-        if not key:
-            key = os.environ.get("OPENAI_API_KEY") if req.provider == "openai" else None
+    def _identity(req: Request) -> tuple[tuple[Any, ...], tuple[Any, ...], str | None, str, dict[str, Any]]:
+        """The request's client slot (endpoint and credential origins), its resolved identity
+        (endpoint and credential values), and the values the client is made with."""
+        if req.api_key is not None:
+            key, origin = req.api_key.get(), req.api_key.origin()
+        else:
+            key, origin = None, ("none",)
+        if not key and req.provider == "openai":
+            key, origin = os.environ.get("OPENAI_API_KEY"), ("env", "OPENAI_API_KEY")
         base = req.api_base or _DEFAULT_BASES.get(req.provider)
         extra: dict[str, Any] = {}
+        origins: list[Any] = []
         for name in ("organization", "project"):
             cred = req.connection.get(name)
             if cred is not None:
                 extra[name] = cred.get()
-        return base, key or _PLACEHOLDER_KEY, extra
+                origins.append((name, cred.origin()))
+        key = key or _PLACEHOLDER_KEY
+        slot = (base, origin, *origins)
+        ident = (base, key, *sorted(extra.items()))
+        return slot, ident, base, key, extra
 
-    def _client(self, req: Request) -> Any:
-        base, key, extra = self._identity(req)
-        ident = (base, key, tuple(sorted(extra.items())))
-        client = self._sync.get(ident)
-        if client is None:
+    def _lease(self, req: Request) -> Lease:
+        slot, ident, base, key, extra = self._identity(req)
+
+        def make() -> Any:
             import openai
 
-            with self._lock:
-                client = self._sync.get(ident)
-                if client is None:
-                    client = openai.OpenAI(api_key=key, base_url=base, max_retries=0, **extra)
-                    self._sync[ident] = client
-        return client
+            return openai.OpenAI(api_key=key, base_url=base, max_retries=0, **extra)
 
-    async def _aclient(self, req: Request) -> Any:
-        base, key, extra = self._identity(req)
-        ident = (base, key, tuple(sorted(extra.items())))
+        lease, done = self._sync.acquire(slot, ident, make)
+        for client in done:
+            _close_sync(client)
+        return lease
+
+    def _release(self, lease: Lease) -> None:
+        done = self._sync.release(lease)
+        if done is not None:
+            _close_sync(done)
+
+    async def _alease(self, req: Request) -> tuple[ClientPool, Lease]:
+        slot, ident, base, key, extra = self._identity(req)
         loop = asyncio.get_running_loop()
-        per_loop = self._async.get(loop)
-        if per_loop is None:
-            per_loop = self._async.setdefault(loop, {})
-            # closes this loop's clients when the loop shuts down its async generators
-            # (asyncio.run does), so no connection or session is left unclosed
-            closer = _close_at_loop_shutdown(per_loop)
-            await closer.__anext__()
-            per_loop["__closer__"] = closer
-        client = per_loop.get(ident)
-        if client is None:
+        pool = self._async.get(loop)
+        if pool is None:
+            with self._lock:
+                pool = self._async.get(loop)
+                if pool is None:
+                    pool = self._async[loop] = ClientPool(MAX_CLIENTS)
+                    fresh = True
+                else:
+                    fresh = False
+            if fresh:
+                # closes this loop's clients when the loop shuts down its async generators
+                # (asyncio.run does), so no connection or session is left unclosed
+                closer = _close_at_loop_shutdown(pool)
+                await closer.__anext__()
+                pool.keepalive = closer  # the loop holds only a weak reference to it
+
+        def make() -> Any:
             import openai
 
-            client = openai.AsyncOpenAI(
+            return openai.AsyncOpenAI(
                 api_key=key, base_url=base, max_retries=0, http_client=_async_transport(), **extra
             )
-            per_loop[ident] = client
-        return client
+
+        lease, done = pool.acquire(slot, ident, make)
+        for client in done:
+            await _close_async(client)
+        return pool, lease
+
+    @staticmethod
+    async def _arelease(pool: ClientPool, lease: Lease) -> None:
+        done = pool.release(lease)
+        if done is not None:
+            await _close_async(done)
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -124,78 +160,96 @@ class OpenAIBackend:
 
     def complete(self, req: Request) -> tuple[dict[str, Any], float | None]:
         """Send ``req``; return the JSON body and the cost (unknown here: None)."""
-        client = self._client(req)
-        direct = _direct_for(client)
-        if direct is None:
-            import httpx2
-
-            response = client.post(
-                "/chat/completions", body=self._body(req), cast_to=httpx2.Response, options=self._options(req)
-            )
-            return response.json(), None
-        request = direct.request(self._body(req), req.headers, req.timeout)
+        lease = self._lease(req)
         try:
-            response = client._client.send(request)
-        except direct.timeout_errors as err:
-            raise direct.timeout_error(request=request) from err
-        except direct.request_errors as err:
-            raise direct.connection_error(request=request) from err
-        return direct.result(client, response), None
+            client = lease.client
+            direct = _direct_for(client)
+            if direct is None:
+                import httpx2
+
+                response = client.post(
+                    "/chat/completions", body=self._body(req), cast_to=httpx2.Response,
+                    options=self._options(req),
+                )
+                return response.json(), None
+            request = direct.request(self._body(req), req.headers, req.timeout)
+            try:
+                response = client._client.send(request)
+            except direct.timeout_errors as err:
+                raise direct.timeout_error(request=request) from err
+            except direct.request_errors as err:
+                raise direct.connection_error(request=request) from err
+            return direct.result(client, response), None
+        finally:
+            self._release(lease)
 
     async def acomplete(self, req: Request) -> tuple[dict[str, Any], float | None]:
-        client = await self._aclient(req)
-        direct = _direct_for(client)
-        if direct is None:
-            import httpx2
-
-            response = await client.post(
-                "/chat/completions", body=self._body(req), cast_to=httpx2.Response, options=self._options(req)
-            )
-            return response.json(), None
-        request = direct.request(self._body(req), req.headers, req.timeout)
+        pool, lease = await self._alease(req)
         try:
-            response = await client._client.send(request)
-        except direct.timeout_errors as err:
-            raise direct.timeout_error(request=request) from err
-        except direct.request_errors as err:
-            raise direct.connection_error(request=request) from err
-        if response.status_code >= 400:
-            await response.aread()
-        return direct.result(client, response), None
+            client = lease.client
+            direct = _direct_for(client)
+            if direct is None:
+                import httpx2
+
+                response = await client.post(
+                    "/chat/completions", body=self._body(req), cast_to=httpx2.Response,
+                    options=self._options(req),
+                )
+                return response.json(), None
+            request = direct.request(self._body(req), req.headers, req.timeout)
+            try:
+                response = await client._client.send(request)
+            except direct.timeout_errors as err:
+                raise direct.timeout_error(request=request) from err
+            except direct.request_errors as err:
+                raise direct.connection_error(request=request) from err
+            if response.status_code >= 400:
+                await response.aread()
+            return direct.result(client, response), None
+        finally:
+            await self._arelease(pool, lease)
 
     def stream(self, req: Request) -> Iterator[dict[str, Any]]:
         """Chunk dicts of a streamed response."""
         import openai
 
-        stream = self._client(req).post(
-            "/chat/completions",
-            body=self._body(req, stream=True),
-            cast_to=dict,
-            options=self._options(req),
-            stream=True,
-            stream_cls=openai.Stream[dict],
-        )
+        lease = self._lease(req)
         try:
-            yield from stream
+            stream = lease.client.post(
+                "/chat/completions",
+                body=self._body(req, stream=True),
+                cast_to=dict,
+                options=self._options(req),
+                stream=True,
+                stream_cls=openai.Stream[dict],
+            )
+            try:
+                yield from stream
+            finally:
+                stream.close()
         finally:
-            stream.close()
+            self._release(lease)
 
     async def astream(self, req: Request) -> AsyncIterator[dict[str, Any]]:
         import openai
 
-        stream = await (await self._aclient(req)).post(
-            "/chat/completions",
-            body=self._body(req, stream=True),
-            cast_to=dict,
-            options=self._options(req),
-            stream=True,
-            stream_cls=openai.AsyncStream[dict],
-        )
+        pool, lease = await self._alease(req)
         try:
-            async for chunk in stream:
-                yield chunk
+            stream = await lease.client.post(
+                "/chat/completions",
+                body=self._body(req, stream=True),
+                cast_to=dict,
+                options=self._options(req),
+                stream=True,
+                stream_cls=openai.AsyncStream[dict],
+            )
+            try:
+                async for chunk in stream:
+                    yield chunk
+            finally:
+                await stream.close()
         finally:
-            await stream.close()
+            await self._arelease(pool, lease)
 
 
 class _Direct:
@@ -290,15 +344,29 @@ def _async_transport() -> Any:
         return None
 
 
-async def _close_at_loop_shutdown(clients: dict[Any, Any]) -> AsyncIterator[None]:
+async def _close_at_loop_shutdown(pool: ClientPool) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        for key, client in list(clients.items()):
-            if key != "__closer__":
-                with contextlib.suppress(Exception):
-                    await client.close()
-        clients.clear()
+        for client in pool.drain():
+            await _close_async(client)
+
+
+async def _close_async(client: Any) -> None:
+    with contextlib.suppress(Exception):  # a client whose transport already went away
+        await client.close()
+
+
+def _close_sync(client: Any) -> None:
+    with contextlib.suppress(Exception):
+        client.close()
+
+
+def _close_sync_at_exit(ref: weakref.ReferenceType[OpenAIBackend]) -> None:
+    backend = ref()
+    if backend is not None:
+        for client in backend._sync.drain():
+            _close_sync(client)
 
 
 _backend: OpenAIBackend | None = None
