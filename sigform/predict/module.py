@@ -10,7 +10,10 @@ Subclass it, create sub-programs in ``__init__`` and write ``forward`` (and opti
         def forward(self, question):
             return self.answer(context=search(question), question=question)
 
-``program(...)`` runs ``forward`` between ``module_start`` / ``module_end`` hook events.
+``program(...)`` runs ``forward`` between ``module_start`` / ``module_end`` hook events. A
+program's own ``callbacks`` are active for the whole call (see :func:`program_callbacks`): they see
+every event inside it - LM requests and responses, adapter format/parse, tool calls, sub-programs -
+once each, even when the same callback is also registered globally, in scope or on the LM.
 ``await program.acall(...)`` runs ``aforward`` when the subclass defines it; otherwise it runs
 ``forward`` in a worker thread (``asyncio.to_thread``, which carries settings and callbacks
 along), so the event loop never blocks on a synchronous program.
@@ -21,20 +24,40 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sigform.hooks import Callback, emit
+from sigform.settings import context, get_setting
 
 if TYPE_CHECKING:
     from sigform.predict.batch import Failure
     from sigform.predict.executors import Executor
     from sigform.predict.predict import Predict
 
-__all__ = ["Module"]
+__all__ = ["Module", "program_callbacks"]
 
 _call_ids = itertools.count(1)
+
+
+@contextmanager
+def program_callbacks(callbacks: Sequence[Callback] | None) -> Iterator[None]:
+    """Make a program's ``callbacks`` active (the ``callbacks`` setting, for this thread or task)
+    while it runs, so that every LM, adapter and tool event inside it reaches them. A callback
+    already active (registered globally, in scope, or on an outer program) is not added twice,
+    and an LM's own callbacks are merged without duplicates, so each event is delivered once."""
+    if not callbacks:
+        yield
+        return
+    active = list(get_setting("callbacks") or ())
+    added = [cb for cb in callbacks if cb not in active]
+    if not added:
+        yield
+        return
+    with context(callbacks=[*active, *added]):
+        yield
 
 
 def _is_shared(value: Any) -> bool:
@@ -66,6 +89,14 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         callbacks = self.callbacks
+        if not callbacks:
+            return self._hooked_call(callbacks, args, kwargs)
+        with program_callbacks(callbacks):
+            return self._hooked_call(callbacks, args, kwargs)
+
+    def _hooked_call(
+        self, callbacks: Sequence[Callback] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         call_id = next(_call_ids)
         emit("module_start", callbacks=callbacks, module=self, call_id=call_id, args=args, inputs=kwargs)
         try:
@@ -79,6 +110,15 @@ class Module:
     async def acall(self, *args: Any, **kwargs: Any) -> Any:
         """Run the program asynchronously (``aforward`` if defined, else ``forward`` in a thread)."""
         callbacks = self.callbacks
+        if not callbacks:
+            return await self._ahooked_call(callbacks, args, kwargs)
+        # the task's own context: the scope ends with the call, whatever else runs on the loop
+        with program_callbacks(callbacks):
+            return await self._ahooked_call(callbacks, args, kwargs)
+
+    async def _ahooked_call(
+        self, callbacks: Sequence[Callback] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         call_id = next(_call_ids)
         emit("module_start", callbacks=callbacks, module=self, call_id=call_id, args=args, inputs=kwargs)
         try:

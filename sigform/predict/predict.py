@@ -87,7 +87,8 @@ class Predict(Module):
         demos: few-shot examples (:class:`Example` or plain dicts with input and output values).
         lm: the model for this program (else settings, else ``sigform.LM()``).
         adapter: how prompts are written and answers parsed (else settings, else ``ChatAdapter``).
-        callbacks: hooks for this program only (see :mod:`sigform.hooks`).
+        callbacks: hooks for this program's calls (see :mod:`sigform.hooks`): active while it runs,
+            they see its module events and every LM, adapter and tool event inside it, each once.
         **lm_kwargs: LM request options for every call (``temperature=0``, ``n=3``, ...).
     """
 

@@ -16,6 +16,7 @@ re-asks and format fallbacks work as usual; only the first request is streamed (
 text is reported in one piece. ChainOfThought with native reasoning streams the provider's
 reasoning as the ``reasoning`` field. The sync ``stream`` runs the request in a worker thread
 (carrying settings and callbacks); leaving the loop early lets that request finish unobserved.
+The program's own callbacks see the LM and adapter events of the request, as for a plain call.
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ import asyncio
 import contextvars
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sigform.hooks import emit
-from sigform.predict.module import _call_ids  # one counter: a call id never names two calls
+from sigform.predict.module import (
+    _call_ids,  # one counter: a call id never names two calls
+    program_callbacks,
+)
 from sigform.predict.prediction import Prediction
 
 if TYPE_CHECKING:
@@ -152,6 +156,12 @@ class _ModuleCall:
         )
 
 
+async def _scoped(program: Predict, work: Awaitable[Any]) -> Any:
+    """Await ``work`` with the program's callbacks active (in the task's own context)."""
+    with program_callbacks(program.callbacks):
+        return await work
+
+
 def _setup(
     program: Predict, inputs: Mapping[str, Any]
 ) -> tuple[Any, Any, Any, Any, Any, dict[str, Any], bool]:
@@ -172,7 +182,9 @@ def stream_predict(program: Predict, inputs: Mapping[str, Any]) -> Iterator[Stre
 
         def work() -> None:
             try:
-                pipe.put(("done", adapter.run(shim, signature, demos, checked, **kwargs)))
+                with program_callbacks(program.callbacks):  # in the worker's own context
+                    result = adapter.run(shim, signature, demos, checked, **kwargs)
+                pipe.put(("done", result))
             except BaseException as exc:
                 pipe.put(("error", exc))
 
@@ -206,7 +218,8 @@ async def astream_predict(
         events = _Events(adapter, signature, native)
         pipe: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         shim = _StreamingLM(lm, lambda delta: pipe.put_nowait(("delta", delta)))
-        task = asyncio.ensure_future(adapter.arun(shim, signature, demos, checked, **kwargs))
+        work = adapter.arun(shim, signature, demos, checked, **kwargs)
+        task = asyncio.ensure_future(_scoped(program, work))
         task.add_done_callback(lambda _: pipe.put_nowait(("done", None)))
         while True:
             kind, value = await pipe.get()

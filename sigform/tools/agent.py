@@ -61,7 +61,8 @@ class Agent(Module):
         native: force native (True) or text (False) tool calling; default: ``lm.supports("tools")``.
         parallel_tools: run consecutive calls of ``safe`` tools concurrently (else the
             ``parallel_tools`` setting, default False).
-        callbacks: hooks for this agent's events (tool events included).
+        callbacks: hooks for this agent's calls: active while it runs, they see its module, LM and
+            tool events, each once.
         **lm_kwargs: request options for every LM call (``temperature=0``, ...).
     """
 
