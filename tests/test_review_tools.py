@@ -77,3 +77,33 @@ def test_agent_checks_inputs_against_a_replaced_signature() -> None:
     agent = sf.Agent("x: int -> y", tools=[_noop], lm=lm)
     agent.signature = sf.make_signature("x: str -> y")
     assert agent(x="five").y == "ok"
+
+
+# -- Agent: a per-call lm= like a program's -----------------------------------------------------
+
+
+def _four_lm() -> ScriptedLM:
+    return ScriptedLM(
+        [Completion(text="", tool_calls=(ToolCall("finish", {"answer": "4"}, "id_1"),),
+                    finish_reason="tool_calls")],
+        features={"tools", "stop", "json_object"},
+    )
+
+
+@pytest.mark.parametrize("how", ["call", "acall"])
+def test_agent_takes_a_per_call_lm(how: str) -> None:
+    import asyncio
+
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    own, per_call = ScriptedLM([]), _four_lm()
+    agent = sf.Agent("question -> answer: int", tools=[add], lm=own)
+    if how == "call":
+        pred = agent(question="2+2?", lm=per_call)
+    else:
+        pred = asyncio.run(agent.acall(question="2+2?", lm=per_call))
+    assert pred.answer == 4 and own.calls == [] and len(per_call.calls) == 1
+    # the per-call LM decides the protocol too (native tools here, though `own` has none)
+    assert "tools" in per_call.calls[0].kwargs

@@ -238,17 +238,35 @@ class Predict(Module):
         return values
 
     # -- streaming ------------------------------------------------------------------------------
-    def stream(self, **inputs: Any) -> Iterator[StreamEvent | Prediction]:
-        """Yield field events (which output is being written, its text so far), then the Prediction."""
-        from sigform.predict.streaming import stream_predict
+    def stream(
+        self,
+        *,
+        lm: Any = None,
+        adapter: Any = None,
+        demos: Sequence[Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        **inputs: Any,
+    ) -> Iterator[StreamEvent | Prediction]:
+        """Yield field events (which output is being written, its text so far), then the Prediction.
 
-        return stream_predict(self, inputs)
+        Takes the per-call ``lm=``, ``adapter=``, ``demos=`` and ``config=`` of a plain call."""
+        from sigform.predict.streaming import Overrides, stream_predict
 
-    def astream(self, **inputs: Any) -> AsyncIterator[StreamEvent | Prediction]:
-        """Async :meth:`stream`."""
-        from sigform.predict.streaming import astream_predict
+        return stream_predict(self, inputs, Overrides(lm, adapter, demos, config))
 
-        return astream_predict(self, inputs)
+    def astream(
+        self,
+        *,
+        lm: Any = None,
+        adapter: Any = None,
+        demos: Sequence[Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        **inputs: Any,
+    ) -> AsyncIterator[StreamEvent | Prediction]:
+        """Async :meth:`stream` (same per-call options)."""
+        from sigform.predict.streaming import Overrides, astream_predict
+
+        return astream_predict(self, inputs, Overrides(lm, adapter, demos, config))
 
     # -- state ----------------------------------------------------------------------------------
     def reset(self) -> None:

@@ -4,7 +4,7 @@ Yields :class:`StreamEvent` values -- which output field the model is writing an
 far -- as the answer arrives, then the final :class:`~sigform.predict.Prediction` (typed values,
 parsed once the stream ends)::
 
-    for item in qa.stream(question="Why is the sky blue?"):
+    for item in qa.stream(question="Why is the sky blue?"):  # also lm=, adapter=, demos=, config=
         if isinstance(item, sf.Prediction):
             print(item.answer)
         else:
@@ -25,9 +25,9 @@ import asyncio
 import contextvars
 import queue
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sigform.hooks import emit
 from sigform.predict.module import (
@@ -39,7 +39,7 @@ from sigform.predict.prediction import Prediction
 if TYPE_CHECKING:
     from sigform.predict.predict import Predict
 
-__all__ = ["StreamEvent", "astream_predict", "stream_predict"]
+__all__ = ["Overrides", "StreamEvent", "astream_predict", "stream_predict"]
 
 
 @dataclass(frozen=True)
@@ -162,20 +162,33 @@ async def _scoped(program: Predict, work: Awaitable[Any]) -> Any:
         return await work
 
 
+class Overrides(NamedTuple):
+    """A streamed call's per-call options, as a plain call takes them."""
+
+    lm: Any = None
+    adapter: Any = None
+    demos: Sequence[Any] | None = None
+    config: Mapping[str, Any] | None = None
+
+
 def _setup(
-    program: Predict, inputs: Mapping[str, Any]
+    program: Predict, inputs: Mapping[str, Any], over: Overrides
 ) -> tuple[Any, Any, Any, Any, Any, dict[str, Any], bool]:
-    lm, adapter, signature, demos, checked, kwargs = program._resolve(dict(inputs), None, None, None, None)
+    lm, adapter, signature, demos, checked, kwargs = program._resolve(
+        dict(inputs), over.lm, over.adapter, over.demos, over.config
+    )
     use_native = getattr(program, "_use_native", None)  # ChainOfThought
     native = bool(use_native and use_native(lm))
     return lm, adapter, signature, demos, checked, dict(kwargs), native
 
 
-def stream_predict(program: Predict, inputs: Mapping[str, Any]) -> Iterator[StreamEvent | Prediction]:
+def stream_predict(
+    program: Predict, inputs: Mapping[str, Any], over: Overrides = Overrides()
+) -> Iterator[StreamEvent | Prediction]:
     """The generator behind :meth:`Predict.stream` (see the module docstring)."""
     hooks = _ModuleCall(program, inputs)
     try:
-        lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs)
+        lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs, over)
         events = _Events(adapter, signature, native)
         pipe: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         shim = _StreamingLM(lm, lambda delta: pipe.put(("delta", delta)))
@@ -208,13 +221,13 @@ def stream_predict(program: Predict, inputs: Mapping[str, Any]) -> Iterator[Stre
 
 
 async def astream_predict(
-    program: Predict, inputs: Mapping[str, Any]
+    program: Predict, inputs: Mapping[str, Any], over: Overrides = Overrides()
 ) -> AsyncIterator[StreamEvent | Prediction]:
     """The async generator behind :meth:`Predict.astream` (no threads: one task on this loop)."""
     hooks = _ModuleCall(program, inputs)
     task: asyncio.Task[Any] | None = None
     try:
-        lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs)
+        lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs, over)
         events = _Events(adapter, signature, native)
         pipe: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         shim = _StreamingLM(lm, lambda delta: pipe.put_nowait(("delta", delta)))

@@ -3,7 +3,7 @@
 ::
 
     agent = sf.Agent("question -> answer: float", tools=[add, multiply], max_steps=6)
-    pred = agent(question="What is (3 + 4) * 5?")
+    pred = agent(question="What is (3 + 4) * 5?")   # per call: agent(..., lm=other_lm)
     pred.answer                    # 35.0
     pred.trajectory.status         # "completed" | "max_steps" | "cancelled"
     pred.trajectory.calls          # every call: tool, arguments, approval, result
@@ -111,17 +111,21 @@ class Agent(Module):
         self._checker = InputChecker(self._signature)
 
     # -- running ----------------------------------------------------------------------------------
-    def forward(self, **inputs: Any) -> Prediction:
+    def forward(self, *, lm: Any = None, **inputs: Any) -> Prediction:
         """Run the agent to its final answer (or until it stops); see :meth:`aforward`."""
-        return run_sync(lambda: self.aforward(**inputs))
+        return run_sync(lambda: self.aforward(lm=lm, **inputs))
 
-    async def aforward(self, **inputs: Any) -> Prediction:
-        """Async run: returns a :class:`Prediction` with the outputs and ``trajectory``."""
+    async def aforward(self, *, lm: Any = None, **inputs: Any) -> Prediction:
+        """Async run: returns a :class:`Prediction` with the outputs and ``trajectory``.
+
+        ``lm=`` uses that model for this call (over the agent's, the setting's and the default),
+        as a program's per-call ``lm=`` does; it also decides native or text tool calling."""
         # checked like a program's inputs (names and types) before anything is sent; the prompt
         # shows the inputs given, as validated
         checked = self._checker.check(inputs)
         inputs = {name: value for name, value in checked.items() if name in inputs}
-        lm = self.lm or get_setting("lm") or default_lm()
+        if lm is None:
+            lm = self.lm or get_setting("lm") or default_lm()
         approver = self.approver if self.approver is not None else get_setting("approver")
         always = [t.name for t in self.tools.values() if t.requires_approval is True]
         if always and approver is None:
