@@ -2,7 +2,10 @@
 
 Every attempt runs with its own ``rollout_id`` (and by default ``temperature=1.0``) in the LM
 keyword arguments of every Predict inside, so the LM cache does not hand back the same answer N
-times; the LM layer keeps ``rollout_id`` in the cache key and strips it from the request.
+times; the LM layer keeps ``rollout_id`` in the cache key and strips it from the request. Nested
+runs (a BestOfN of a Refine, ...) compose the ids: inner attempt ``j`` of outer attempt ``i`` is
+``rollout_id=(i, j)``, so no two (outer, inner) attempts share a cache entry. An inner run with
+``temperature=None`` keeps the outer run's temperature.
 
 ``reward_fn(inputs, prediction)`` returns a number, or ``(number, feedback)``; feedback is used
 by ``Refine``. A failing attempt (the program or the reward raising) is logged on the

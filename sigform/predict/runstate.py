@@ -4,6 +4,7 @@
   inside a scope, across nested modules and threads that copied the context;
 * rollout keyword arguments: ``BestOfN`` / ``Refine`` set ``rollout_id`` (and a temperature) for
   every Predict inside the attempt, so the LM cache does not return the same answer N times;
+  nested runs compose the ids into a path (``(outer, inner)``);
 * an instruction hint: ``Refine`` tells the next attempt what went wrong with the last one.
 
 Each lookup is a single ``ContextVar.get``; nothing is paid when the features are unused.
@@ -65,12 +66,27 @@ def add_usage(usage: Usage) -> None:
 
 @contextmanager
 def rollout(**lm_kwargs: Any) -> Iterator[None]:
-    """Give every Predict inside the block these LM keyword arguments (under explicit ones)."""
+    """Give every Predict inside the block these LM keyword arguments (under explicit ones).
+
+    Nested rollouts compose: the inner block's arguments are merged over the outer ones, and a
+    ``rollout_id`` is appended to the outer one as a path - attempt 1 of an inner run inside
+    attempt 0 of an outer run is ``(0, 1)`` - so every (outer, inner) attempt has its own LM cache
+    entries. A top-level id stays as given."""
+    outer = _rollout.get()
+    if outer:
+        merged = {**outer, **lm_kwargs}
+        if "rollout_id" in lm_kwargs and "rollout_id" in outer:
+            merged["rollout_id"] = (*_path(outer["rollout_id"]), *_path(lm_kwargs["rollout_id"]))
+        lm_kwargs = merged
     token = _rollout.set(lm_kwargs)
     try:
         yield
     finally:
         _rollout.reset(token)
+
+
+def _path(rollout_id: Any) -> tuple[Any, ...]:
+    return rollout_id if isinstance(rollout_id, tuple) else (rollout_id,)
 
 
 def rollout_kwargs() -> Mapping[str, Any] | None:
