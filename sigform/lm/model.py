@@ -107,11 +107,39 @@ class _Prepared:
     policy: RetryPolicy
 
 
+class _Unset:
+    """An option not given to ``LM(...)`` (its default applies, or the configured LM's value)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+_UNSET: Any = _Unset()
+# LM options and their defaults (an LM built without a model takes the configured LM's instead)
+_OPTION_DEFAULTS: dict[str, Any] = {
+    "cache": True,
+    "num_retries": 3,
+    "timeout": None,
+    "fast_path": None,
+    "strict": False,
+    "callbacks": None,
+    "history_size": 1000,
+    "retry_delay": 0.5,
+    "headers": None,
+    "capabilities": None,
+}
+
+
 class LM:
     """A language model: ``lm(messages, **kw) -> list[Completion]``, ``await lm.acall(...)``.
 
     ``model`` is a litellm model string (``"openai/gpt-4o-mini"``, ``"anthropic/claude-..."``),
-    ``"local"`` for the embedded local model, or None (the configured ``lm``'s model, else local).
+    ``"local"`` for the embedded local model, or None: then the LM is a copy of the configured
+    ``lm`` (``configured.copy(...)``: model, endpoint, credentials, connection settings, request
+    defaults, headers and every option), with the arguments given here over it; with no LM
+    configured, the local model.
     ``api_key``, ``api_base`` and connection settings (``api_version``, ``organization``, ...) may be
     literals, ``"env:NAME"``, ``"cmd:<command>"`` or callables (see
     :mod:`sigform.lm.credentials`). Other keyword arguments are request defaults (``temperature``,
@@ -121,6 +149,9 @@ class LM:
     ``num_retries`` bounds retries of retryable failures; ``fast_path`` picks the openai-SDK route
     for OpenAI-compatible endpoints (None = automatic); ``strict`` turns "setting does not apply"
     warnings into errors; ``callbacks`` are :class:`sigform.hooks.Callback` objects for this LM.
+    Option defaults: ``cache=True``, ``num_retries=3``, ``timeout=None``, ``fast_path=None``,
+    ``strict=False``, ``history_size=1000``, ``retry_delay=0.5``, no callbacks, headers or
+    capability overrides.
     """
 
     def __init__(
@@ -129,27 +160,56 @@ class LM:
         *,
         api_base: Any = None,
         api_key: Any = None,
-        cache: bool = True,
-        num_retries: int = 3,
-        timeout: float | None = None,
-        fast_path: bool | None = None,
-        strict: bool = False,
-        callbacks: Sequence[hooks.Callback] | None = None,
-        history_size: int = 1000,
-        retry_delay: float = 0.5,
-        headers: Mapping[str, str] | None = None,
-        capabilities: Mapping[str, bool] | None = None,
+        cache: bool = _UNSET,
+        num_retries: int = _UNSET,
+        timeout: float | None = _UNSET,
+        fast_path: bool | None = _UNSET,
+        strict: bool = _UNSET,
+        callbacks: Sequence[hooks.Callback] | None = _UNSET,
+        history_size: int = _UNSET,
+        retry_delay: float = _UNSET,
+        headers: Mapping[str, str] | None = _UNSET,
+        capabilities: Mapping[str, bool] | None = _UNSET,
         **kwargs: Any,
     ) -> None:
+        given = {
+            name: value
+            for name, value in (
+                ("cache", cache),
+                ("num_retries", num_retries),
+                ("timeout", timeout),
+                ("fast_path", fast_path),
+                ("strict", strict),
+                ("callbacks", callbacks),
+                ("history_size", history_size),
+                ("retry_delay", retry_delay),
+                ("headers", headers),
+                ("capabilities", capabilities),
+            )
+            if value is not _UNSET
+        }
         if model is None:
             configured = get_setting("lm")
             if isinstance(configured, LM) and configured is not self:
-                model = configured.model
-                api_base = api_base if api_base is not None else configured._api_base
-                api_key = api_key if api_key is not None else configured._api_key
+                # a copy of the configured LM, whole, with the arguments given here over it
+                inherited = configured._copy_args()
+                model = inherited.pop("model")
+                api_base = api_base if api_base is not None else inherited.pop("api_base")
+                api_key = api_key if api_key is not None else inherited.pop("api_key")
+                inherited.pop("api_base", None)
+                inherited.pop("api_key", None)
+                for name in _OPTION_DEFAULTS:
+                    value = inherited.pop(name)
+                    given.setdefault(name, value)
+                kwargs = {**inherited, **kwargs}
             else:
                 model = "local"
                 _default_model_notice()
+        options = {**_OPTION_DEFAULTS, **given}
+        cache, num_retries, timeout = options["cache"], options["num_retries"], options["timeout"]
+        fast_path, strict, callbacks = options["fast_path"], options["strict"], options["callbacks"]
+        history_size, retry_delay = options["history_size"], options["retry_delay"]
+        headers, capabilities = options["headers"], options["capabilities"]
         if not isinstance(model, str) or not model:
             raise TypeError(f"LM model must be a non-empty string like 'openai/gpt-4o-mini', got {model!r}")
         self.model: str = model
@@ -252,7 +312,13 @@ class LM:
 
     def copy(self, **overrides: Any) -> LM:
         """A new LM with the same settings (credentials included) and ``overrides`` applied."""
-        args: dict[str, Any] = {
+        args = self._copy_args()
+        args.update(overrides)
+        return type(self)(**args)
+
+    def _copy_args(self) -> dict[str, Any]:
+        """Every constructor argument that rebuilds this LM (a fresh history and usage)."""
+        return {
             "model": self.model,
             "api_base": self._api_base,
             "api_key": self._api_key,
@@ -271,8 +337,6 @@ class LM:
             **self._connection,
             **self.kwargs,
         }
-        args.update(overrides)
-        return type(self)(**args)
 
     def inspect_history(self, n: int = 1) -> None:
         """Print this LM's last ``n`` calls."""
