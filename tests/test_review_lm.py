@@ -241,7 +241,10 @@ from sigform.lm import LM
 LM("openai/fake", api_base={lm_server.api_base!r}, api_key="sk-x", fast_path=True)(
     [{{"role": "user", "content": "hi"}}], cache=False)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        cwd=Path(__file__).parents[1],
+    )
     assert out.returncode == 0, out.stderr
     assert "closed: [True]" in out.stdout
 
