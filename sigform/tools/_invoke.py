@@ -15,6 +15,8 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from sigform.tools import _loop
+
 __all__ = ["call_inline", "invoke", "run_sync"]
 
 T = TypeVar("T")
@@ -42,14 +44,16 @@ async def call_inline(func: Callable[..., Any], *args: Any, **kwargs: Any) -> An
 def run_sync(make: Callable[[], Coroutine[Any, Any, T] | Awaitable[T]]) -> T:
     """Run the coroutine ``make()`` to completion from synchronous code.
 
-    Without a running loop in this thread, ``asyncio.run`` is used; inside one (a notebook, an
-    async framework calling sync code) the coroutine runs on a fresh loop in a helper thread with
-    this thread's contextvars, since a running loop cannot be re-entered.
+    It runs on the process's long-lived background loop (see :mod:`sigform.tools._loop`), with
+    this thread's contextvars, so per-loop resources such as the LM's async clients persist
+    across calls; that works from inside a running loop too (a notebook, an async framework
+    calling sync code), which blocks until the call is done, as any sync call does. A call made
+    from code the background loop is already running (a sync tool, hook or approver calling an
+    agent) runs on a fresh loop in a helper thread instead: waiting on the busy loop, or on its
+    worker threads, could deadlock.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_as_coroutine(make()))
+    if not _loop.inside.get():
+        return _loop.run_on_background_loop(_as_coroutine(make()))
     ctx = contextvars.copy_context()
     box: dict[str, Any] = {}
 
