@@ -22,7 +22,7 @@ from sigform.lm.response import parse_choices, parse_usage
 from sigform.lm.retry import RetryPolicy
 from sigform.lm.routing import Route, rebased
 
-__all__ = ["acomplete_n", "complete_n"]
+__all__ = ["acomplete_n", "atop_up", "complete_n", "top_up"]
 
 _pool: ThreadPoolExecutor | None = None
 
@@ -96,11 +96,7 @@ def complete_n(route: Route, req: Request, n: int, policy: RetryPolicy, label: s
         parts = []
     missing = n - sum(len(c) for c, _ in parts)
     if missing > 0:
-        single = req.with_n(None)
-        futures = [
-            _threads().submit(_attempt_sync, route, single, policy, label) for _ in range(missing)
-        ]
-        parts += [_parse(route, f.result()) for f in futures]
+        parts += _singles(route, req, missing, policy, label)
     return _merge(parts, n, label)
 
 
@@ -114,9 +110,33 @@ async def acomplete_n(
         parts = []
     missing = n - sum(len(c) for c, _ in parts)
     if missing > 0:
-        single = req.with_n(None)
-        results = await asyncio.gather(
-            *(_attempt_async(route, single, policy, label) for _ in range(missing))
-        )
-        parts += [_parse(route, r) for r in results]
+        parts += await _asingles(route, req, missing, policy, label)
     return _merge(parts, n, label)
+
+
+def top_up(route: Route, req: Request, missing: int, policy: RetryPolicy, label: str) -> list[Completion]:
+    """``missing`` more candidates for ``req`` from concurrent single-candidate requests (sync)."""
+    return _merge(_singles(route, req, missing, policy, label), missing, label)
+
+
+async def atop_up(
+    route: Route, req: Request, missing: int, policy: RetryPolicy, label: str
+) -> list[Completion]:
+    """Async :func:`top_up`."""
+    return _merge(await _asingles(route, req, missing, policy, label), missing, label)
+
+
+def _singles(
+    route: Route, req: Request, count: int, policy: RetryPolicy, label: str
+) -> list[tuple[list[Completion], Usage]]:
+    single = req.with_n(None)
+    futures = [_threads().submit(_attempt_sync, route, single, policy, label) for _ in range(count)]
+    return [_parse(route, f.result()) for f in futures]
+
+
+async def _asingles(
+    route: Route, req: Request, count: int, policy: RetryPolicy, label: str
+) -> list[tuple[list[Completion], Usage]]:
+    single = req.with_n(None)
+    results = await asyncio.gather(*(_attempt_async(route, single, policy, label) for _ in range(count)))
+    return [_parse(route, r) for r in results]

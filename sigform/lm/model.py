@@ -625,7 +625,10 @@ class LM:
     ) -> Iterator[StreamDelta | list[Completion]]:
         """Yield :class:`StreamDelta` pieces as they arrive, then the final ``list[Completion]``.
 
-        Retryable failures are retried only before the first piece arrived."""
+        Retryable failures are retried only before the first piece arrived. With ``n > 1`` the
+        candidates the provider does not stream in the one request (no ``n`` support, or fewer
+        choices than asked) are fetched by plain concurrent requests after the stream and yielded
+        whole, one piece per field with their own ``index`` (see :mod:`sigform.lm.streaming_run`)."""
         from sigform.lm.streaming_run import run_stream
 
         return run_stream(self, messages, kwargs)

@@ -2,6 +2,13 @@
 
 A failure after pieces were already yielded is not retried (a retry would repeat them).
 A cache hit is replayed as one piece per candidate and field.
+
+``n > 1`` streams every candidate the provider streams in one request (``n`` is sent only where
+the provider supports it). Candidates still missing when the stream ends - the provider takes no
+``n``, or streamed fewer choices than asked - are topped up like a plain call's: concurrent
+single-candidate requests, not streamed, each reported whole (one piece per field, with its own
+``index``) before the final list. Their usage is added to the stream's; the ``n`` candidates are
+cached together.
 """
 
 from __future__ import annotations
@@ -9,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sigform.errors import ProviderError
+from sigform.lm import calls
 from sigform.lm.errors_map import map_exception
 from sigform.lm.interface import Completion
 from sigform.lm.routing import rebased
@@ -23,8 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["arun_stream", "run_stream"]
 
 
-def _replay(completions: list[Completion]) -> Iterator[StreamDelta]:
-    for i, c in enumerate(completions):
+def _replay(completions: list[Completion], start: int = 0) -> Iterator[StreamDelta]:
+    for i, c in enumerate(completions, start):
         if c.reasoning:
             yield StreamDelta("reasoning", c.reasoning, i)
         if c.text:
@@ -41,10 +50,27 @@ def _json(value: Any) -> str:
 
 
 def _finish(lm: LM, prep: _Prepared, completions: list[Completion], started: float) -> list[Completion]:
-    if not completions:
-        raise ProviderError(f"{lm.model}: the provider streamed no choices", model=lm.model)
     lm._done(prep, completions, started, cache_hit=False)
     return completions
+
+
+def _streamed(lm: LM, prep: _Prepared, acc: Any) -> tuple[list[Completion], int]:
+    """The stream's candidates (at most ``n``) and how many more are needed."""
+    completions = acc.completions()[: prep.n]
+    if not completions:
+        raise ProviderError(f"{lm.model}: the provider streamed no choices", model=lm.model)
+    return completions, prep.n - len(completions)
+
+
+def _joined(streamed: list[Completion], extra: list[Completion]) -> list[Completion]:
+    """Stream and top-up candidates as one answer, each carrying the usage of all requests."""
+    total = streamed[0].usage + extra[0].usage
+    return [replace(c, usage=total) for c in (*streamed, *extra)]
+
+
+def _stream_request(prep: _Prepared) -> Any:
+    # n only where the provider takes it; the rest is topped up after the stream
+    return prep.request.with_n(prep.n if prep.route.supports_n else None)
 
 
 def run_stream(lm: LM, messages: Any, kwargs: dict[str, Any]) -> Iterator[StreamDelta | list[Completion]]:
@@ -58,7 +84,7 @@ def run_stream(lm: LM, messages: Any, kwargs: dict[str, Any]) -> Iterator[Stream
             lm._done(prep, cached, started, cache_hit=True)
             yield cached
             return
-        req = prep.request.with_n(prep.n)
+        req = _stream_request(prep)
         attempt = 0
         failure: BaseException | None = None
         while True:
@@ -80,10 +106,19 @@ def run_stream(lm: LM, messages: Any, kwargs: dict[str, Any]) -> Iterator[Stream
             time.sleep(prep.policy.delay(err, attempt))
             attempt += 1
             req = rebased(prep.route, req)
+        if failure is None:
+            try:
+                completions, missing = _streamed(lm, prep, acc)
+                if missing:
+                    extra = calls.top_up(prep.route, req, missing, prep.policy, lm.model)
+                    yield from _replay(extra, len(completions))
+                    completions = _joined(completions, extra)
+            except Exception as exc:  # already a mapped sigform error
+                failure = exc
         if failure is not None:
             lm._failed(prep, failure, started)
             raise failure  # outside the except block: no secret-bearing context
-        yield _finish(lm, prep, acc.completions(), started)
+        yield _finish(lm, prep, completions, started)
 
     return gen()
 
@@ -102,7 +137,7 @@ def arun_stream(
             lm._done(prep, cached, started, cache_hit=True)
             yield cached
             return
-        req = prep.request.with_n(prep.n)
+        req = _stream_request(prep)
         attempt = 0
         failure: BaseException | None = None
         while True:
@@ -124,9 +159,20 @@ def arun_stream(
             await asyncio.sleep(prep.policy.delay(err, attempt))
             attempt += 1
             req = rebased(prep.route, req)
+        completions: list[Completion] = []
+        if failure is None:
+            try:
+                completions, missing = _streamed(lm, prep, acc)
+                if missing:
+                    extra = await calls.atop_up(prep.route, req, missing, prep.policy, lm.model)
+                    for delta in _replay(extra, len(completions)):
+                        yield delta
+                    completions = _joined(completions, extra)
+            except Exception as exc:  # already a mapped sigform error
+                failure = exc
         if failure is not None:
             lm._failed(prep, failure, started)
             raise failure  # outside the except block: no secret-bearing context
-        yield _finish(lm, prep, acc.completions(), started)
+        yield _finish(lm, prep, completions, started)
 
     return gen()
