@@ -28,7 +28,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-dspy", action="store_true", help="measure sigform only")
     parser.add_argument("--quick", action="store_true", help="tiny repeat counts (smoke run)")
     parser.add_argument("--memory-calls", type=int, help="sequential calls for the memory figure (10000)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="where results.json/.md go")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where results.json/.md go (default benchmarks/results/ for a full run: DSPy and --local; "
+        "benchmarks/results/partial/ otherwise, so a partial run never replaces the committed table)",
+    )
     args = parser.parse_args(argv)
     only = tuple(args.only.split(",")) if args.only else DEFAULT + (("local_model",) if args.local else ())
     opts = Options.quick() if args.quick else Options()
@@ -38,7 +44,9 @@ def main(argv: list[str] | None = None) -> None:
         opts.memory_calls = args.memory_calls
     sections, meta = run_suite(opts)
     print_table(sections)
-    json_path, md_path = write(sections, meta, args.out)
+    full = args.only is None and args.local and not args.quick and not args.no_dspy
+    out = args.out or (RESULTS if full else RESULTS / "partial")
+    json_path, md_path = write(sections, meta, out)
     print(f"wrote {json_path} and {md_path} ({meta['seconds']} s)")
 
 

@@ -10,56 +10,20 @@ wrong value came back); ``rejected`` (raised on a must-fail case, which is right
 
 from __future__ import annotations
 
-import enum
-import importlib.util
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
-
 from benchmarks.common import ROOT, Row, Section, run_dspy
+from sigform.testing import corpus
 
 CORPUS = ROOT.parent / "shared" / "parse-corpus"
-OUTCOMES = ("correct", "missed", "WRONG", "rejected", "ACCEPT")
+OUTCOMES = corpus.OUTCOMES
 
 
-def load(corpus: Path = CORPUS) -> tuple[Any, list[dict[str, Any]]]:
-    spec = importlib.util.spec_from_file_location("parse_corpus_types", corpus / "types.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    with open(corpus / "cases.jsonl", encoding="utf-8") as fh:
-        return module, [json.loads(line) for line in fh if line.strip()]
-
-
-def plain(value: Any) -> Any:
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, BaseModel):
-        return plain(value.model_dump())
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
-def same(got: Any, want: Any) -> bool:
-    if isinstance(got, bool) or isinstance(want, bool):
-        return isinstance(got, bool) and isinstance(want, bool) and got == want
-    if isinstance(got, (int, float)) and isinstance(want, (int, float)):
-        return float(got) == float(want)
-    if isinstance(got, str) and isinstance(want, str):
-        return got.strip() == want.strip()
-    if isinstance(got, dict) and isinstance(want, dict):
-        return got.keys() == want.keys() and all(same(got[k], want[k]) for k in got)
-    if isinstance(got, list) and isinstance(want, list):
-        return len(got) == len(want) and all(same(a, b) for a, b in zip(got, want, strict=True))
-    return got == want
+def load(folder: Path = CORPUS) -> tuple[Any, list[dict[str, Any]]]:
+    return corpus.load_types(folder), corpus.load_cases(folder / "cases.jsonl")
 
 
 def sigform_results(types_module: Any, cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -75,31 +39,24 @@ def sigform_results(types_module: Any, cases: list[dict[str, Any]]) -> dict[str,
         fields.update({name: (ann, OutputField()) for name, ann in outputs.items()})
         try:
             got = adapters[case["format"]].parse(make_signature(fields), case["completion"])
-            results[case["id"]] = {"value": json.loads(json.dumps(plain(dict(got)), default=str))}
+            results[case["id"]] = {"value": json.loads(json.dumps(corpus.plain(dict(got)), default=str))}
         except Exception as exc:  # every failure to produce a value counts as an error
             results[case["id"]] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     return results
 
 
-def grade(types_module: Any, cases: list[dict[str, Any]], results: dict[str, dict[str, Any]]
-          ) -> tuple[Counter[str], list[dict[str, str]]]:
+def grade(
+    types_module: Any, cases: list[dict[str, Any]], results: dict[str, dict[str, Any]]
+) -> tuple[Counter[str], list[dict[str, str]]]:
+    """Tally both frameworks' results by the same rules (``sigform.testing.corpus``)."""
     tally: Counter[str] = Counter()
     silent: list[dict[str, str]] = []
     for case in cases:
         res = results[case["id"]]
-        if "error" in res:
-            outcome = "rejected" if case.get("expect_error") else "missed"
-        elif case.get("expect_error"):
-            outcome = "ACCEPT"
-        else:
-            outputs = types_module.outputs_spec(case)
-            want = {k: plain(TypeAdapter(a).validate_python(case["expect"][k])) for k, a in outputs.items()}
-            got = res["value"]
-            ok = list(got) == list(want) and all(same(got[k], want[k]) for k in want)
-            outcome = "correct" if ok else "WRONG"
-        tally[outcome] += 1
-        if outcome in ("WRONG", "ACCEPT"):
-            silent.append({"id": case["id"], "outcome": outcome, "got": json.dumps(res.get("value"))[:300]})
+        result = corpus.outcome(case, types_module, None if "error" in res else res["value"])
+        tally[result] += 1
+        if result in corpus.SILENT:
+            silent.append({"id": case["id"], "outcome": result, "got": json.dumps(res.get("value"))[:300]})
     return tally, silent
 
 
@@ -116,24 +73,49 @@ def run(with_dspy: bool = True, corpus: Path = CORPUS) -> Section:
         theirs, theirs_silent = grade(types_module, cases, run_dspy("corpus.py", str(corpus)))
     n = len(cases)
     for outcome in OUTCOMES:
-        section.rows.append(Row(
-            "7 parse corpus", f"{outcome} (of {n})", "cases", mine[outcome],
-            theirs[outcome] if theirs is not None else None, None, ratio_desc="",
-        ))
+        section.rows.append(
+            Row(
+                "7 parse corpus",
+                f"{outcome} (of {n})",
+                "cases",
+                mine[outcome],
+                theirs[outcome] if theirs is not None else None,
+                None,
+                ratio_desc="",
+            )
+        )
     right = mine["correct"] + mine["rejected"]
     right_theirs = 100 * (theirs["correct"] + theirs["rejected"]) / n if theirs is not None else None
-    section.rows.append(Row(
-        "7 parse corpus", "right (correct + rejected)", "%", 100 * right / n, right_theirs, None,
-        ratio_desc="",
-    ))
+    section.rows.append(
+        Row(
+            "7 parse corpus",
+            "right (correct + rejected)",
+            "%",
+            100 * right / n,
+            right_theirs,
+            None,
+            ratio_desc="",
+        )
+    )
     silent = mine["WRONG"] + mine["ACCEPT"]
-    section.rows.append(Row(
-        "7 parse corpus", "silently wrong (WRONG + ACCEPT)", "cases", silent,
-        theirs["WRONG"] + theirs["ACCEPT"] if theirs is not None else None, None, ratio_desc="",
-        target="0", met=silent == 0,
-    ))
+    section.rows.append(
+        Row(
+            "7 parse corpus",
+            "silently wrong (WRONG + ACCEPT)",
+            "cases",
+            silent,
+            theirs["WRONG"] + theirs["ACCEPT"] if theirs is not None else None,
+            None,
+            ratio_desc="",
+            target="0",
+            met=silent == 0,
+        )
+    )
     section.details = {
-        "sigform": dict(mine), "dspy": dict(theirs) if theirs is not None else None,
-        "sigform_silent": mine_silent, "dspy_silent": theirs_silent, "cases": n,
+        "sigform": dict(mine),
+        "dspy": dict(theirs) if theirs is not None else None,
+        "sigform_silent": mine_silent,
+        "dspy_silent": theirs_silent,
+        "cases": n,
     }
     return section

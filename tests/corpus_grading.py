@@ -9,20 +9,16 @@ floats compare numerically, strings after stripping.
 
 from __future__ import annotations
 
-import enum
-import importlib.util
-import json
-import sys
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
-
 from sigform import ChatAdapter, JSONAdapter, XMLAdapter
 from sigform.errors import ParseError
 from sigform.signatures import InputField, OutputField, make_signature
+from sigform.testing import corpus
+from sigform.testing.corpus import load_cases  # noqa: F401 - the corpus tests import it from here
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "parse-corpus"
 ADAPTERS = {"chat": ChatAdapter(), "json": JSONAdapter(), "xml": XMLAdapter()}
@@ -32,45 +28,8 @@ Notes = list[tuple[str, str, str]]
 
 
 def load_types() -> Any:
-    """The corpus's ``types.py`` loaded by path (never as ``types``, the stdlib module)."""
-    spec = importlib.util.spec_from_file_location("parse_corpus_types", CORPUS / "types.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def load_cases(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def plain(value: Any) -> Any:
-    """Enums as their values, models as their dumps, containers recursively."""
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, BaseModel):
-        return plain(value.model_dump())
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
-def same(got: Any, want: Any) -> bool:
-    if isinstance(got, bool) or isinstance(want, bool):
-        return isinstance(got, bool) and isinstance(want, bool) and got == want
-    if isinstance(got, (int, float)) and isinstance(want, (int, float)):
-        return float(got) == float(want)
-    if isinstance(got, str) and isinstance(want, str):
-        return got.strip() == want.strip()
-    if isinstance(got, dict) and isinstance(want, dict):
-        return got.keys() == want.keys() and all(same(got[k], want[k]) for k in got)
-    if isinstance(got, list) and isinstance(want, list):
-        return len(got) == len(want) and all(same(a, b) for a, b in zip(got, want, strict=True))
-    return got == want
+    """The corpus's ``types.py`` loaded by path."""
+    return corpus.load_types(CORPUS)
 
 
 def signature_for(outputs: dict[str, Any]) -> Any:
@@ -81,18 +40,14 @@ def signature_for(outputs: dict[str, Any]) -> Any:
 
 def grade(case: dict[str, Any], types_module: Any) -> tuple[str, str]:
     """``(outcome, detail)`` of one case through the adapter its ``format`` names."""
-    outputs = types_module.outputs_spec(case)
     adapter = ADAPTERS[case["format"]]
     try:
-        got = adapter.parse(signature_for(outputs), case["completion"])
+        got = adapter.parse(signature_for(types_module.outputs_spec(case)), case["completion"])
     except ParseError as exc:
-        outcome = "rejected" if case.get("expect_error") else "missed"
-        return outcome, str(exc).splitlines()[0] + " | " + "; ".join(str(e) for e in exc.errors)[:300]
-    if case.get("expect_error"):
-        return "ACCEPT", repr(got)
-    want = {k: TypeAdapter(ann).validate_python(case["expect"][k]) for k, ann in outputs.items()}
-    ok = list(got) == list(want) and all(same(plain(got[k]), plain(want[k])) for k in want)
-    return ("correct", "") if ok else ("WRONG", f"got {plain(got)!r}")
+        detail = str(exc).splitlines()[0] + " | " + "; ".join(str(e) for e in exc.errors)[:300]
+        return corpus.outcome(case, types_module, None), detail
+    result = corpus.outcome(case, types_module, got)
+    return result, "" if result == "correct" else f"got {corpus.plain(got)!r}"
 
 
 def run_cases(cases: Iterable[dict[str, Any]], types_module: Any) -> tuple[Tallies, Notes]:
