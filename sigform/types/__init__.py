@@ -15,19 +15,53 @@ return the value or raise ValueError/TypeError), ``__sigform_render__(self) -> s
 ``__sigform_describe__(cls) -> TypeDescription``.
 """
 
-from sigform.types.audio import Audio
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from sigform.types.coercion import coerce, coerce_fields
 from sigform.types.describe import TypeDescription, describe_type, type_hint
-from sigform.types.file import File
-from sigform.types.history import History
-from sigform.types.image import Image
 from sigform.types.json_text import JSONTextError, parse_json_text
-from sigform.types.media import Media, iter_media
 from sigform.types.names import resolve_type_name, type_name
-from sigform.types.reasoning import Reasoning
 from sigform.types.render import render_value
 from sigform.types.schema import json_schema, strict_json_schema
-from sigform.types.tool_calls import ToolCalls
+
+# The special types are pydantic models (building them costs more than the rest of this package);
+# they load on first access (PEP 562), so a program that never names them never builds them.
+_LAZY: dict[str, str] = {
+    "Audio": "sigform.types.audio",
+    "File": "sigform.types.file",
+    "History": "sigform.types.history",
+    "Image": "sigform.types.image",
+    "Media": "sigform.types.media",
+    "iter_media": "sigform.types.media",
+    "Reasoning": "sigform.types.reasoning",
+    "ToolCalls": "sigform.types.tool_calls",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'sigform.types' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:
+    from sigform.types.audio import Audio
+    from sigform.types.file import File
+    from sigform.types.history import History
+    from sigform.types.image import Image
+    from sigform.types.media import Media, iter_media
+    from sigform.types.reasoning import Reasoning
+    from sigform.types.tool_calls import ToolCalls
 
 __all__ = [
     "Audio",

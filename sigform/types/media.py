@@ -32,10 +32,9 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["PROMPT_CONTEXT", "Media", "iter_media", "sniff_mime"]
+from sigform.types.render import PROMPT_CONTEXT
 
-# serialization context of prompt rendering: media inside a structure become their placeholder
-PROMPT_CONTEXT = {"sigform_prompt": True}
+__all__ = ["PROMPT_CONTEXT", "Media", "iter_media", "sniff_mime"]
 
 ContentPart = dict[str, Any]
 

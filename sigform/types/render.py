@@ -23,9 +23,12 @@ from collections import abc as cabc
 from typing import Any
 
 from sigform.types.inspection import is_union, split_optional, strip_annotated
-from sigform.types.media import PROMPT_CONTEXT
 
-__all__ = ["render_value"]
+__all__ = ["PROMPT_CONTEXT", "render_value"]
+
+# serialization context of prompt rendering: media inside a structure become their placeholder.
+# Defined here, not in media.py, so rendering plain values never imports the media models.
+PROMPT_CONTEXT = {"sigform_prompt": True}
 
 _LINE_BREAKS = frozenset("\n\r")
 
