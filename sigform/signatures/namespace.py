@@ -13,8 +13,14 @@ __all__ = ["signature_namespace"]
 _SPECIAL_TYPES = ("Image", "Audio", "File", "History", "Reasoning", "ToolCalls")
 
 
-def signature_namespace() -> dict[str, Any]:
-    """A fresh dict of sigform's special types by name, for resolving string signatures."""
+def signature_namespace(text: str | None = None) -> dict[str, Any]:
+    """A fresh dict of sigform's special types by name, for resolving string signatures.
+
+    Given the signature ``text``, only the types whose names occur in it are included: the special
+    types are pydantic models built on first use, and ``"question -> answer"`` needs none of them.
+    (A name found inside a longer word only loads one type too many; the result is the same.)
+    """
     import sigform.types as types_pkg
 
-    return {name: getattr(types_pkg, name) for name in _SPECIAL_TYPES if hasattr(types_pkg, name)}
+    names = _SPECIAL_TYPES if text is None else [name for name in _SPECIAL_TYPES if name in text]
+    return {name: getattr(types_pkg, name) for name in names}

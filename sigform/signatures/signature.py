@@ -346,7 +346,7 @@ def make_signature(
     if isinstance(fields, str):
         from sigform.signatures.namespace import signature_namespace
 
-        namespace = {**signature_namespace(), **(types or {})}
+        namespace = {**signature_namespace(fields), **(types or {})}
         inputs, outputs = parse_signature_string(fields, namespace)
         specs = [FieldSpec(n, "input", a) for n, a in inputs] + [
             FieldSpec(n, "output", a) for n, a in outputs

@@ -96,9 +96,11 @@ def signature_from_state(
     from sigform.signatures.signature import _build, _validate_fields
     from sigform.types import resolve_type_name
 
-    namespace = {**signature_namespace(), **(types or {})}
+    entries = _entries_by_name(state)
+    type_text = " ".join(str(entry.get("type", "")) for entry in entries.values())
+    namespace = {**signature_namespace(type_text), **(types or {})}
     specs = []
-    for entry in _entries_by_name(state).values():
+    for entry in entries.values():
         kind = entry.get("kind")
         if kind not in ("input", "output"):
             raise SignatureError(f"field `{entry['name']}` has kind {kind!r}; expected 'input' or 'output'")
