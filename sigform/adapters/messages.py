@@ -11,6 +11,7 @@ so no text can ever create a content part.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,20 @@ _TOKEN_RE = regex.compile("\x00sigform-media:(\\d+)\x00")
 Message = dict[str, Any]
 
 
+_MEDIA_MODULE = "sigform.types.media"
+
+
+def _media_in(value: Any) -> list[Any]:
+    """The media values in ``value`` (itself, or nested in a structure)."""
+    # No Media instance can exist before its module is loaded: checking sys.modules is exact and
+    # keeps plain-text programs from importing (and building) the media models at all.
+    if _MEDIA_MODULE not in sys.modules:
+        return []
+    from sigform.types.media import iter_media
+
+    return list(iter_media(value))
+
+
 def _is_media(value: Any) -> bool:
     from sigform.types.media import Media
 
@@ -45,9 +60,7 @@ class MediaCollector:
 
     def value_text(self, value: Any, view: FieldView, render: Callable[[Any, FieldView], str]) -> str:
         """Text for one field value; media become sentinel tokens replaced by parts later."""
-        from sigform.types.media import iter_media
-
-        media = list(iter_media(value)) if not isinstance(value, (str, int, float, bool)) else []
+        media = [] if isinstance(value, (str, int, float, bool)) else _media_in(value)
         if media and (_is_media(value) or all(_is_media(v) for v in value)):
             return "\n".join(self._token(m) for m in media)
         text = render(value, view).replace("\x00", "")

@@ -35,6 +35,7 @@ method giving the OpenAI function-calling spec (litellm translates it for other 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -86,6 +87,10 @@ def is_tool_annotation(annotation: Any) -> bool:
 
 
 def _is_calls_annotation(annotation: Any) -> bool:
+    # an annotation naming ToolCalls needs its module loaded: until then none can (exact, and it
+    # keeps signatures without tools from building the ToolCalls model)
+    if "sigform.types.tool_calls" not in sys.modules:
+        return False
     from sigform.types import ToolCalls
 
     return _base(annotation) is ToolCalls
