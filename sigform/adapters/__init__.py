@@ -20,13 +20,23 @@ objects in one answer, the object that carries the fields is chosen, the later f
 over an earlier template.)
 """
 
-from sigform.adapters.base import Adapter
-from sigform.adapters.chat import ChatAdapter
-from sigform.adapters.json_adapter import JSONAdapter
-from sigform.adapters.result import AdapterResult
-from sigform.adapters.streaming import FieldDelta, StreamParser
-from sigform.adapters.two_step import TwoStepAdapter
-from sigform.adapters.xml import XMLAdapter
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> defining module, loaded on first access (PEP 562): a program using ChatAdapter never
+# imports the JSON/XML/two-step adapters or the stream parser
+_EXPORTS: dict[str, str] = {
+    "Adapter": "sigform.adapters.base",
+    "AdapterResult": "sigform.adapters.result",
+    "ChatAdapter": "sigform.adapters.chat",
+    "FieldDelta": "sigform.adapters.streaming",
+    "JSONAdapter": "sigform.adapters.json_adapter",
+    "StreamParser": "sigform.adapters.streaming",
+    "TwoStepAdapter": "sigform.adapters.two_step",
+    "XMLAdapter": "sigform.adapters.xml",
+}
 
 __all__ = [
     "Adapter",
@@ -38,3 +48,26 @@ __all__ = [
     "TwoStepAdapter",
     "XMLAdapter",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'sigform.adapters' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:
+    from sigform.adapters.base import Adapter
+    from sigform.adapters.chat import ChatAdapter
+    from sigform.adapters.json_adapter import JSONAdapter
+    from sigform.adapters.result import AdapterResult
+    from sigform.adapters.streaming import FieldDelta, StreamParser
+    from sigform.adapters.two_step import TwoStepAdapter
+    from sigform.adapters.xml import XMLAdapter

@@ -570,8 +570,10 @@ class Adapter:
         state = _RunState()
         names = [self.name]
         slots = yield from self._attempt(lm, signature, demos, inputs, lm_kwargs, state)
-        fallback = self.fallback_adapter()
         redo = [s for s in slots if s.structural]
+        # looked up only when needed (ChatAdapter's default builds a JSONAdapter on first use);
+        # fallback=True, which only ChatAdapter accepts, is still checked on every run
+        fallback = self.fallback_adapter() if redo or self._fallback_option is True else None
         if fallback is not None and redo:
             names.append(fallback.name)
             kwargs = dict(lm_kwargs)
