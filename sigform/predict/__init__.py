@@ -7,17 +7,32 @@ Declare a signature, get a callable program, run it on one input or ten thousand
     qa.batch([{"question": q} for q in questions], num_threads=16)
 """
 
-from sigform.predict.batch import BatchError, Failure
-from sigform.predict.best_of_n import BestOfN, Refine
-from sigform.predict.chain_of_thought import ChainOfThought
-from sigform.predict.example import Example
-from sigform.predict.executors import Executor, ThreadExecutor
-from sigform.predict.module import Module
-from sigform.predict.persistence import ProgramStateError
-from sigform.predict.predict import Predict
-from sigform.predict.prediction import Completions, Prediction, PredictionMeta
-from sigform.predict.runstate import UsageTracker, track_usage
-from sigform.predict.voting import majority
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> defining module, loaded on first access (PEP 562): a program that only predicts never
+# imports batching, executors, progress bars, BestOfN/Refine or voting
+_EXPORTS: dict[str, str] = {
+    "BatchError": "sigform.predict.batch",
+    "BestOfN": "sigform.predict.best_of_n",
+    "ChainOfThought": "sigform.predict.chain_of_thought",
+    "Completions": "sigform.predict.prediction",
+    "Example": "sigform.predict.example",
+    "Executor": "sigform.predict.executors",
+    "Failure": "sigform.predict.batch",
+    "Module": "sigform.predict.module",
+    "Predict": "sigform.predict.predict",
+    "Prediction": "sigform.predict.prediction",
+    "PredictionMeta": "sigform.predict.prediction",
+    "ProgramStateError": "sigform.predict.persistence",
+    "Refine": "sigform.predict.best_of_n",
+    "ThreadExecutor": "sigform.predict.executors",
+    "UsageTracker": "sigform.predict.runstate",
+    "majority": "sigform.predict.voting",
+    "track_usage": "sigform.predict.runstate",
+}
 
 __all__ = [
     "BatchError",
@@ -38,3 +53,30 @@ __all__ = [
     "majority",
     "track_usage",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'sigform.predict' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:
+    from sigform.predict.batch import BatchError, Failure
+    from sigform.predict.best_of_n import BestOfN, Refine
+    from sigform.predict.chain_of_thought import ChainOfThought
+    from sigform.predict.example import Example
+    from sigform.predict.executors import Executor, ThreadExecutor
+    from sigform.predict.module import Module
+    from sigform.predict.persistence import ProgramStateError
+    from sigform.predict.predict import Predict
+    from sigform.predict.prediction import Completions, Prediction, PredictionMeta
+    from sigform.predict.runstate import UsageTracker, track_usage
+    from sigform.predict.voting import majority

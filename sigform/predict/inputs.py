@@ -15,7 +15,6 @@ that into a warning (the value is dropped), ``"ignore"`` drops it silently.
 
 from __future__ import annotations
 
-import difflib
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -135,6 +134,8 @@ class InputChecker:
         return out
 
     def _handle_unknown(self, inputs: Mapping[str, Any], unknown: list[str]) -> dict[str, Any]:
+        import difflib  # only this error path needs it
+
         hints = []
         for name in unknown:
             close = difflib.get_close_matches(name, self._names, n=1)
