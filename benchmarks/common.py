@@ -101,6 +101,9 @@ def time_calls(fn: Callable[[], Any], calls: int, repeats: int) -> float:
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {**os.environ, **OFFLINE_ENV}
     env.pop("PYTHONPATH", None)  # the DSPy venv must not see sigform's environment
+    # fresh-process figures are for an installed package, which has its bytecode cached: let the
+    # warm-up runs write .pyc files for both sides (some machines set this variable globally)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(extra or {})
     return env
 
