@@ -19,9 +19,10 @@ imports litellm; the first attribute access loads the module that defines the na
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sigform._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -143,19 +144,7 @@ _SUBMODULES = frozenset(
 )
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        if name in _SUBMODULES:
-            return importlib.import_module(f"sigform.{name}")
-        raise AttributeError(f"module 'sigform' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports("sigform", _EXPORTS, globals(), submodules=_SUBMODULES)
 
 
 if TYPE_CHECKING:  # static checkers and IDEs see the real names

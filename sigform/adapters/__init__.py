@@ -22,8 +22,9 @@ over an earlier template.)
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sigform._lazy import lazy_exports
 
 # name -> defining module, loaded on first access (PEP 562): a program using ChatAdapter never
 # imports the JSON/XML/two-step adapters or the stream parser
@@ -50,17 +51,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'sigform.adapters' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports('sigform.adapters', _EXPORTS, globals())
 
 
 if TYPE_CHECKING:

@@ -9,8 +9,9 @@ Declare a signature, get a callable program, run it on one input or ten thousand
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sigform._lazy import lazy_exports
 
 # name -> defining module, loaded on first access (PEP 562): a program that only predicts never
 # imports batching, executors, progress bars, BestOfN/Refine or voting
@@ -55,17 +56,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'sigform.predict' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports('sigform.predict', _EXPORTS, globals())
 
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ return the value or raise ValueError/TypeError), ``__sigform_render__(self) -> s
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sigform._lazy import lazy_exports
 from sigform.types.coercion import coerce, coerce_fields
 from sigform.types.describe import TypeDescription, describe_type, type_hint
 from sigform.types.json_text import JSONTextError, parse_json_text
@@ -41,17 +41,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'sigform.types' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports('sigform.types', _LAZY, globals())
 
 
 if TYPE_CHECKING:
