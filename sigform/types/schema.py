@@ -26,6 +26,7 @@ __all__ = ["json_schema", "strict_json_schema"]
 
 _CACHE: dict[Any, tuple[dict[str, Any], Any]] = {}
 _LOCK = threading.Lock()
+_MAX_CACHE = 4096  # keyed by annotations, which programs may build per call (Literal of user values)
 _DATA_KEYWORDS = frozenset({"default", "enum", "const", "examples"})  # values here are data, not schemas
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 _FIRST = ("type", "description", "enum", "const", "properties", "required", "items", "additionalProperties")
@@ -56,8 +57,11 @@ def json_schema(annotation: Any) -> dict[str, Any]:
     if hit is None:
         schema = _build(annotation)
         with _LOCK:
-            _CACHE.setdefault(key, (schema, annotation))  # the annotation keeps id()-keys valid
-        hit = _CACHE[key]
+            if len(_CACHE) >= _MAX_CACHE:
+                _CACHE.clear()
+            # the annotation keeps id()-keys valid; the entry is read here, not after the lock
+            # (another thread may clear the cache in between)
+            hit = _CACHE.setdefault(key, (schema, annotation))
     return copy.deepcopy(hit[0])
 
 

@@ -79,8 +79,8 @@ def plan_for(annotation: Any) -> Node:
     with _LOCK:
         if len(_PLANS) >= _MAX_CACHE:
             _PLANS.clear()
-        _PLANS.setdefault(key, (node, annotation))  # the annotation keeps id()-keys valid
-    return _PLANS[key][0]
+        # the annotation keeps id()-keys valid; read under the lock (a clear may follow it)
+        return _PLANS.setdefault(key, (node, annotation))[0]
 
 
 def adapter_for(annotation: Any) -> Any:
@@ -98,5 +98,4 @@ def adapter_for(annotation: Any) -> Any:
     with _LOCK:
         if len(_ADAPTERS) >= _MAX_CACHE:
             _ADAPTERS.clear()
-        _ADAPTERS.setdefault(key, (adapter, annotation))
-    return _ADAPTERS[key][0]
+        return _ADAPTERS.setdefault(key, (adapter, annotation))[0]
