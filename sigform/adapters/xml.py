@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import regex
 
 from sigform.adapters.base import Adapter
+from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.extraction import _base, _item_annotation, _model_fields
 from sigform.adapters.fields import FieldView, kind_of
 from sigform.adapters.xml_scan import escape_text
@@ -34,7 +35,9 @@ class XMLAdapter(Adapter):
     stream_format: ClassVar[str] = "xml"
 
     def neutralise(self, text: str) -> str:
-        return escape_text(text)
+        # chat headers too: the XML parser falls back to reading them, and no adapter's user text
+        # may carry one (an LM echoing it would hand the parser a forged field)
+        return escape_text(neutralise_markers(text))
 
     def system_context(self, signature: Any, outputs: Any) -> dict[str, Any]:
         skeletons = [self._skeleton(v.name, v.annotation, 0) for v in outputs if v.kind in ("list", "model")]
