@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from sigform.adapters.base import Adapter, _RunState
 from sigform.adapters.call_plan import ROUTE_KEY, CallPlan, Request
 from sigform.adapters.chat_scan import neutralise_markers
-from sigform.adapters.fields import FieldView
+from sigform.adapters.fields import FieldView, SigCache
 from sigform.adapters.result import AdapterResult
 from sigform.conversation import LAYOUT_KEY
 from sigform.errors import StructureError
@@ -53,7 +53,7 @@ class TwoStepAdapter(Adapter):
             raise TypeError("the extraction adapter of a TwoStepAdapter cannot be another TwoStepAdapter")
         self.extraction_lm = extraction_lm
         self.extraction_adapter = extraction_adapter
-        self._extract_sigs: dict[Any, Any] = {}
+        self._extract_sigs = SigCache()  # bounded: programs may build signatures per call
 
     def neutralise(self, text: str) -> str:
         return neutralise_markers(text)
@@ -85,7 +85,7 @@ class TwoStepAdapter(Adapter):
                 self.templates.render("extract_instructions", instructions=signature.instructions),
                 name=f"{getattr(signature, '__name__', 'Signature')}Extraction",
             )
-            self._extract_sigs[signature] = cached
+            self._extract_sigs.put(signature, cached)
         return cached
 
     def _run(
