@@ -51,6 +51,7 @@ class TemplateSet:
             bad = [k for k, v in templates.items() if not isinstance(v, str)]
             if bad:
                 raise TypeError(f"template overrides must be strings of jinja2 source; bad: {bad}")
+            _check_names(folder, templates)
             loaders.append(jinja2.DictLoader({f"{k}.jinja": v for k, v in templates.items()}))
         if template_dir is not None:
             path = Path(template_dir)
@@ -83,3 +84,19 @@ class TemplateSet:
         loader = self._env.loader
         assert loader is not None
         return loader.get_source(self._env, f"{name}.jinja")[0]
+
+
+def _check_names(folder: str, templates: Mapping[str, str]) -> None:
+    """A name that is no built-in template and that no override uses is a typo: it would
+    silently change nothing (``{"sytem": ...}``). Helpers included by an override are fine."""
+    known = {p.stem for d in (TEMPLATE_ROOT / folder, TEMPLATE_ROOT / "common") for p in d.glob("*.jinja")}
+    unknown = [
+        name
+        for name in templates
+        if name not in known and not any(f"{name}.jinja" in src for src in templates.values())
+    ]
+    if unknown:
+        raise ValueError(
+            f"template override(s) {unknown} match no template of this adapter; known names: "
+            f"{sorted(known)} (a helper template must be used by another override)"
+        )
