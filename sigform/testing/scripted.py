@@ -251,9 +251,9 @@ class ScriptedLM:
         out: list[Completion] = []
         first = True
         while len(out) < n:
-            for item in self._take(1 if first else n - len(out), n, messages, kwargs):
+            for i, item in enumerate(self._take(n - len(out), n, messages, kwargs, first)):
                 result = self._resolve_sync(item, messages, kwargs)
-                self._collect(out, result, n, first)
+                self._collect(out, result, n, first and i == 0)
             first = False
         return out
 
@@ -263,13 +263,13 @@ class ScriptedLM:
         out: list[Completion] = []
         first = True
         while len(out) < n:
-            for item in self._take(1 if first else n - len(out), n, messages, kwargs):
+            for i, item in enumerate(self._take(n - len(out), n, messages, kwargs, first)):
                 result = item
                 if callable(item) and not _is_exception(item):
                     result = item(_snapshot(messages), _snapshot(kwargs))
                     if inspect.isawaitable(result):
                         result = await result
-                self._collect(out, result, n, first)
+                self._collect(out, result, n, first and i == 0)
             first = False
         return out
 
@@ -363,10 +363,14 @@ class ScriptedLM:
                 model=self.model,
             )
 
-    def _take(self, count: int, n: int, messages: list[Message], kwargs: dict[str, Any]) -> list[Any]:
-        """Pop ``count`` items atomically (the standing callable repeats forever)."""
+    def _take(
+        self, count: int, n: int, messages: list[Message], kwargs: dict[str, Any], first: bool = False
+    ) -> list[Any]:
+        """Pop ``count`` items atomically (the standing callable repeats forever). A call's first
+        take stops after a leading callable (its list may answer the whole call); otherwise all the
+        call's items are taken at once, so concurrent calls never interleave their items."""
         if self._every is not None:
-            return [self._every] * count
+            return [self._every] * (1 if first else count)
         with self._lock:
             taken: list[Any] = []
             for _ in range(count):
@@ -377,6 +381,8 @@ class ScriptedLM:
                 _check_item(item, f"response #{self._consumed + 1}")
                 taken.append(item)
                 self._consumed += 1
+                if first and len(taken) == 1 and callable(item) and not _is_exception(item):
+                    return taken
             if len(taken) == count:
                 return taken
             calls = len(self.calls)
