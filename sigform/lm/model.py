@@ -520,22 +520,8 @@ class LM:
             else:
                 self._usage = self._usage + usage
         req = prep.request
-        record(
-            HistoryEntry(
-                model=self.model,
-                provider=req.provider,
-                messages=[dict(m) for m in req.messages],
-                params={**req.params, "n": prep.n} if prep.n != 1 else dict(req.params),
-                completions=completions,
-                usage=usage,
-                cache_hit=cache_hit,
-                latency=latency,
-                backend=prep.route.backend.name,
-                api_base=req.api_base,
-                prune_report=active_report(),
-            ),
-            self.history,
-        )
+        params = {**req.params, "n": prep.n} if prep.n != 1 else dict(req.params)
+        self._record(prep, latency, params=params, completions=completions, usage=usage, cache_hit=cache_hit)
         hooks.emit(
             "response",
             callbacks=self.callbacks,
@@ -550,27 +536,48 @@ class LM:
             latency=latency,
         )
 
+    def _record(
+        self,
+        prep: _Prepared,
+        latency: float,
+        *,
+        params: dict[str, Any],
+        completions: list[Completion],
+        usage: Usage,
+        cache_hit: bool,
+        error: str | None = None,
+    ) -> None:
+        """One history entry for a finished or failed call (secrets never reach ``params``)."""
+        req = prep.request
+        entry = HistoryEntry(
+            model=self.model,
+            provider=req.provider,
+            messages=[dict(m) for m in req.messages],
+            params=params,
+            completions=completions,
+            usage=usage,
+            cache_hit=cache_hit,
+            latency=latency,
+            backend=prep.route.backend.name,
+            error=error,
+            api_base=req.api_base,
+            prune_report=active_report(),
+        )
+        record(entry, self.history)
+
     def _failed(self, prep: _Prepared, error: BaseException, started: float) -> None:
         latency = time.perf_counter() - started
         with self._lock:
             self.stats["errors"] += 1
         req = prep.request
-        record(
-            HistoryEntry(
-                model=self.model,
-                provider=req.provider,
-                messages=[dict(m) for m in req.messages],
-                params=dict(req.params),
-                completions=[],
-                usage=Usage(),
-                cache_hit=False,
-                latency=latency,
-                backend=prep.route.backend.name,
-                error=f"{type(error).__name__}: {error}",
-                api_base=req.api_base,
-                prune_report=active_report(),
-            ),
-            self.history,
+        self._record(
+            prep,
+            latency,
+            params=dict(req.params),
+            completions=[],
+            usage=Usage(),
+            cache_hit=False,
+            error=f"{type(error).__name__}: {error}",
         )
         hooks.emit(
             "error",
