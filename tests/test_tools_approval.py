@@ -286,3 +286,59 @@ def test_tool_returning_error_result_reports_failed_event():
         out = turn([("soft", {})], [Tool(soft)])
     assert out.records[0].result.for_llm == "Error: not found"
     assert rec.events[-1][0] == "failed"
+
+
+# what a model could put in an argument to repaint the approval prompt: move up and erase the
+# line, return to its start, reverse the text that follows (bidi override), a line separator
+HOSTILE = "notes.txt\x1b[1A\x1b[2K\r\u202eexe.txt\u2028\x9b2K"
+
+
+def _shown(request: ApprovalRequest) -> str:
+    out = io.StringIO()
+    approver = TerminalApprover(Console(file=out, width=200), stream=io.StringIO("n\n"))
+    assert approver(request) is Decision.REJECT
+    return out.getvalue()
+
+
+def _no_controls(shown: str) -> None:
+    assert not any(c in shown for c in "\x1b\r\u202e\u2028\x9b"), repr(shown)
+
+
+def test_terminal_approver_shows_control_characters_of_a_tool_call_escaped():
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return path
+
+    tool = Tool(delete_file, requires_approval=True)
+    args = {"path": HOSTILE}
+    shown = _shown(ApprovalRequest(tool=tool, args=args, description=tool.describe_call(args)))
+    _no_controls(shown)
+    # the argument is shown as its repr: quoted, unambiguous, the same text the tool receives
+    assert repr(HOSTILE) in shown
+
+
+def test_terminal_approver_shows_control_characters_of_a_command_escaped():
+    from pydantic import BaseModel
+
+    from sigform.tools import CommandTool
+
+    class PathArgs(BaseModel):
+        path: str
+
+    tool = CommandTool("cat_file", "d", [["cat", "${path}"]], args=PathArgs)
+    args = {"path": HOSTILE}
+    shown = _shown(ApprovalRequest(tool=tool, args=args, description=tool.describe_call(args)))
+    _no_controls(shown)
+    assert "$ cat $'notes.txt\\x1b[1A\\x1b[2K\\r\\u202eexe.txt\\u2028\\u009b2K'" in shown
+
+
+def test_terminal_approver_escapes_a_custom_description_but_keeps_its_lines():
+    tool = Tool(add, describe=lambda args: f"Add?\n  a = {args['a']}")
+    args = {"a": HOSTILE, "b": 1}
+    shown = _shown(ApprovalRequest(tool=tool, args=args, description=tool.describe_call(args)))
+    _no_controls(shown)
+    assert "Add?" in shown and "a = notes.txt\\x1b[1A" in shown
+    # a request built by hand (another caller of the approver) is escaped as well
+    raw = _shown(ApprovalRequest(tool=tool, args=args, description=f"add({HOSTILE})"))
+    _no_controls(raw)
+    assert "\\x1b[2K" in raw

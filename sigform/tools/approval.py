@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from sigform.errors import ToolError
+from sigform.tools.display import escape_controls
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -148,7 +149,11 @@ class TerminalApprover:
         from rich.text import Text
 
         console = self.console or Console()
-        console.print(Panel(Text(request.description), title=f"tool call: {request.tool_name}", expand=False))
+        # model-chosen text must not drive the terminal (ESC[1A, ESC[2K, CR, bidi overrides could
+        # repaint what the person approves); describe_call escapes too, this covers hand-made requests
+        description = Text(escape_controls(request.description, keep="\n"))
+        title = Text(f"tool call: {escape_controls(request.tool_name)}")
+        console.print(Panel(description, title=title, expand=False))
         while True:
             try:
                 if self.stream is not None:

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from sigform.errors import ToolArgumentsError, ToolError, shorten
 from sigform.tools._invoke import call_inline, invoke, run_sync
 from sigform.tools.chain import Chain
+from sigform.tools.display import escape_controls, shown_value
 from sigform.tools.result import ToolResult, as_result
 from sigform.tools.schema import (
     args_model_from_function,
@@ -175,13 +176,13 @@ class Tool:
     def describe_call(self, args: Mapping[str, Any]) -> str:
         """The text a person reads when asked to approve this call."""
         if self._describe is not None:
-            try:
-                return str(self._describe(dict(args)))
+            try:  # the author's layout (line breaks) is kept; control characters never reach a terminal
+                return escape_controls(str(self._describe(dict(args))), keep="\n")
             except Exception:
                 logger.warning(
                     "describe() of tool %s raised; using the default text", self.name, exc_info=True
                 )
-        shown = ", ".join(f"{k}={shorten(v, 80)}" for k, v in args.items())
+        shown = ", ".join(f"{escape_controls(str(k))}={shorten(shown_value(v), 80)}" for k, v in args.items())
         return f"{self.name}({shown})"
 
     async def execute(self, args: dict[str, Any]) -> ToolResult:
