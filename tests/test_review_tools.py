@@ -26,7 +26,7 @@ def test_a_value_at_the_start_of_an_element_cannot_make_it_an_option() -> None:
     # a literal leading dash is the template's own, and a placeholder after it is safe
     assert fill(["--name=${n}", "-${n}"], {"n": "-x"}) == ["--name=-x", "--x"]
     assert fill(["${n}.5"], {"n": 3}) == ["3.5"]
-    assert fill(["${n}"], {"n": -2.5}) == ["-2.5"]
+    assert fill(["${n}"], {"n": -2.5}, numeric={"n"}) == ["-2.5"]  # a declared number
 
 
 def test_command_tool_refuses_the_leading_value_before_running(tmp_path: Path) -> None:

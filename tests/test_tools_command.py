@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +16,7 @@ import sigform as sf
 from sigform.errors import ToolError
 from sigform.tools import CommandOutput, CommandTool
 from sigform.tools.command import fill, placeholders
+from sigform.tools.display import shell_line
 
 PY = sys.executable
 
@@ -51,7 +56,7 @@ def test_placeholder_value_is_exactly_one_argv_element_and_never_a_shell():
 
 def test_fill_rules():
     assert fill(["--path=${p}", "${p}:${p}", "$${p}"], {"p": "a b"}) == ["--path=a b", "a b:a b", "${p}"]
-    assert fill(["${n}", "${flag}"], {"n": -3, "flag": True}) == ["-3", "true"]
+    assert fill(["${n}", "${flag}"], {"n": -3, "flag": True}, numeric={"n"}) == ["-3", "true"]
     with pytest.raises(ValueError, match="option"):
         fill(["git", "log", "${ref}"], {"ref": "--output=/etc/passwd"})
     with pytest.raises(ValueError, match="only text"):
@@ -176,3 +181,149 @@ def test_approval_description_shows_the_exact_commands():
     assert "${tmp}" in text  # env values are only known at run time
     custom = CommandTool("t", "d", [["true"]], describe=lambda args: "Run true?")
     assert custom.describe_call({}) == "Run true?"
+
+
+class CountArgs(BaseModel):
+    count: int
+
+
+class ScaleArgs(BaseModel):
+    scale: float | None = None
+
+
+@pytest.mark.parametrize("value", ["-1", "-1e5", "-2.5", "-0"])
+def test_negative_number_text_is_an_option_for_a_text_argument(tmp_path: Path, value: str):
+    # `ls -1` ran: a '-1' from the model is an option for most programs (ls -1, head -5, git log -3)
+    marker = tmp_path / "ran"
+    tool = CommandTool(
+        "list_it", "d", [[PY, "-c", f"open({str(marker)!r}, 'w')", "${text}"]], args=EchoArgs,
+        requires_approval=False,
+    )
+    result = tool.run(text=value)
+    assert result.status == "error" and "would be read as an option" in result.message
+    assert not marker.exists()
+    with pytest.raises(ValueError, match="option"):
+        fill(["ls", "${n}"], {"n": -1})  # a number is refused too unless the argument is declared numeric
+
+
+def test_negative_number_passes_for_a_declared_numeric_argument():
+    show = [PY, "-c", "import sys; print(sys.argv[1:])"]
+    count = CommandTool("tail_n", "d", [[*show, "${count}"]], args=CountArgs, requires_approval=False)
+    result = count.run(count=-1)
+    assert result.ok, result.for_llm
+    assert result.value[0].argv[-1] == "-1"
+    scale = CommandTool("scale", "d", [[*show, "${scale}"]], args=ScaleArgs, requires_approval=False)
+    assert scale.run(scale=-1e5).value[0].argv[-1] == "-100000.0"
+    # a declared number that is not written as digits ("-inf") would still read as options -i -n -f
+    refused = scale.run(scale="-inf")
+    assert refused.status == "error" and "would be read as an option" in refused.message
+    # only the whole element: a numeric value that starts a longer element is refused
+    glued = CommandTool("glued", "d", [[*show, "${count}x"]], args=CountArgs, requires_approval=False)
+    assert glued.run(count=-1).status == "error"
+
+
+def test_approval_text_escapes_control_characters_and_stays_exact():
+    tool = CommandTool("t", "d", [["echo", "${text}"]], args=EchoArgs)
+    hostile = "safe\x1b[1A\x1b[2K\r$ echo harmless\u202etxt.exe"
+    text = tool.describe_call({"text": hostile})
+    assert not any(c in text for c in "\x1b\r\u202e")
+    # bash's $'...' form reads back to exactly the argument that runs
+    assert "$ echo $'safe\\x1b[1A\\x1b[2K\\r$ echo harmless\\u202etxt.exe'" in text
+    assert tool.argv_for({"text": hostile}) == [["echo", hostile]]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash to read $'...' back")
+def test_shown_command_line_reads_back_to_the_exact_arguments_in_bash():
+    values = [
+        "safe\x1b[1A\x1b[2K\r$ echo harmless\u202etxt.exe",
+        "it's a \\ back",
+        "tab\there\nnewline",
+        "plain",
+        "a\x7f\x85\u2028\U000e0041\xa0",
+    ]
+    line = shell_line(values)
+    assert line.isprintable()
+    run = subprocess.run(
+        ["bash", "-c", 'printf "%s\\0" ' + line], capture_output=True, env={"LANG": "C.UTF-8"}, check=True
+    )
+    assert run.stdout.decode("utf-8").split("\0")[:-1] == values
+
+
+# A grandchild that leaves the command's process group and session (setsid), writes its pid and
+# sleeps; with `orphan` its parent exits at once, so it is re-parented (a double-forked daemon).
+_ESCAPER = """
+import os, subprocess, sys, time
+pidfile, orphan, then = sys.argv[1], sys.argv[2] == "orphan", sys.argv[3]
+code = "import os, sys, time; os.setsid(); open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid())); "
+code += "os.rename(sys.argv[1] + '.tmp', sys.argv[1]); time.sleep(60)"
+middle = [sys.executable, "-c", "import subprocess, sys; subprocess.Popen(sys.argv[1:])", sys.executable,
+          "-c", code, pidfile]
+if orphan:
+    subprocess.run(middle, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+else:
+    subprocess.Popen(middle[3:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+while not os.path.exists(pidfile):
+    time.sleep(0.01)
+print("grandchild started", flush=True)
+if then == "hang":
+    time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+def _run_escaper(tmp_path: Path, orphan: bool, then: str, timeout: float) -> tuple[sf.ToolResult, int]:
+    pidfile = tmp_path / "grandchild.pid"
+    tool = CommandTool(
+        "escaper",
+        "d",
+        [[PY, "-c", _ESCAPER, str(pidfile), "orphan" if orphan else "child", then]],
+        timeout=timeout,
+        requires_approval=False,
+    )
+    result = tool.run()
+    return result, int(pidfile.read_text())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="descendants are tracked on Linux only")
+@pytest.mark.parametrize("orphan", [False, True], ids=["setsid-child", "setsid-orphan"])
+@pytest.mark.parametrize("then", ["hang", "exit"])
+def test_a_command_leaves_no_process_behind_even_after_setsid(tmp_path: Path, orphan: bool, then: str):
+    result, pid = _run_escaper(tmp_path, orphan, then, timeout=3.0 if then == "hang" else 30.0)
+    try:
+        assert "grandchild started" in result.value[0].stdout
+        if then == "hang":
+            assert result.value[0].timed_out
+        else:  # the command exited: what it left running is ended, and the run did not wait for it
+            assert result.ok, result.for_llm
+        assert not _alive(pid), "a process that called setsid() survived the command"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_missing_program_or_directory_is_reported_as_before(tmp_path: Path):
+    missing = CommandTool("ghost", "d", [[str(tmp_path / "nope")]], requires_approval=False).run()
+    assert missing.status == "error" and "No such file or directory" in missing.message
+    script = tmp_path / "script.sh"
+    script.write_text("#!/bin/sh\necho hi\n")  # not executable
+    denied = CommandTool("denied", "d", [[str(script)]], requires_approval=False).run()
+    assert denied.status == "error" and "Permission denied" in denied.message
+    elsewhere = CommandTool("cwd", "d", [[PY, "-V"]], cwd=tmp_path / "gone", requires_approval=False).run()
+    assert elsewhere.status == "error" and "cannot run" in elsewhere.message
+
+
+def test_exit_code_and_death_by_signal_are_reported_as_the_command_ended():
+    code = CommandTool("c", "d", [[PY, "-c", "raise SystemExit(7)"]], requires_approval=False).run()
+    assert code.value[0].returncode == 7
+    killed = CommandTool(
+        "k", "d", [[PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"]],
+        requires_approval=False,
+    ).run()
+    assert killed.value[0].returncode == -signal.SIGTERM

@@ -15,21 +15,25 @@ Commands are argv lists run without a shell, in order, as asyncio subprocesses. 
 placeholder is filled from the validated arguments (or from ``env(args)``, for derived values such
 as a temp dir) and its value always stays inside the one argv element that holds it, so an argument
 can never become a second command or extra arguments. A value that would start an element and
-looks like an option (``--output=...``) is refused, since the program would read it as one. Each
-command has a timeout and bounded output capture; exit code 0 runs the next command, anything else
-is an error result and the remaining commands are skipped. Command tools require approval unless
-``requires_approval=False``.
+looks like an option (``--output=...``, ``-1``, ``-1e5``) is refused, since the program would read it
+as one; a negative number is let through only for an argument the tool declares numeric (an ``int``,
+``float`` or ``Decimal`` field). Each command has a timeout and bounded output capture; exit code 0
+runs the next command, anything else is an error result and the remaining commands are skipped.
+Command tools require approval unless ``requires_approval=False``.
+
+A command's run ends with all its processes: on Linux, those it started that are still running
+when it exits, times out or is cancelled are killed too, even after ``setsid()`` (see
+:mod:`sigform.tools.process` for what can escape).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
-import signal
-import subprocess
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import types
+import typing
+from collections.abc import Callable, Collection, Mapping, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -37,45 +41,16 @@ from pydantic import BaseModel
 
 from sigform.errors import ToolError, shorten
 from sigform.tools._invoke import call_inline
+from sigform.tools.display import shell_line
+from sigform.tools.process import CommandOutput, run_command
 from sigform.tools.result import ToolResult
 from sigform.tools.tool import ApprovalRule, Hook, Tool
 
 __all__ = ["CommandOutput", "CommandTool"]
 
 _PLACEHOLDER = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NUMERIC_TYPES = (int, float, Decimal)
 _NUMBER = re.compile(r"^-\d+(\.\d+)?([eE][-+]?\d+)?$")
-_KEEP_TAIL = 4096  # of a truncated stream, keep the end too: errors are usually printed last
-
-
-@dataclass(frozen=True)
-class CommandOutput:
-    """What one command did: its argv, exit code (None if it timed out) and captured output."""
-
-    argv: tuple[str, ...]
-    returncode: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
-
-    def render(self) -> str:
-        """A compact transcript: the command line, its status and any output."""
-        status = "timed out" if self.timed_out else f"exit code {self.returncode}"
-        parts = [f"$ {_quote(self.argv)}  ({status})"]
-        if self.stdout.strip():
-            parts.append(f"stdout:\n{self.stdout.rstrip()}")
-        if self.stderr.strip():
-            parts.append(f"stderr:\n{self.stderr.rstrip()}")
-        return "\n".join(parts)
-
-
-def _quote(argv: Sequence[str]) -> str:
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in argv)
 
 
 def placeholders(commands: Sequence[Sequence[str]]) -> set[str]:
@@ -99,11 +74,38 @@ def _stringify(name: str, value: Any) -> str:
     return text
 
 
-def fill(template: Sequence[str], values: Mapping[str, Any]) -> list[str]:
+def numeric_fields(model: type[BaseModel]) -> frozenset[str]:
+    """Fields of ``model`` declared as numbers (``int``, ``float``, ``Decimal``, optionally None):
+    the only arguments whose value may start an argv element with '-' (``-1``, ``-2.5e3``)."""
+
+    def numeric(annotation: Any) -> bool:
+        if isinstance(annotation, type):
+            return issubclass(annotation, _NUMERIC_TYPES) and not issubclass(annotation, bool)
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(annotation) if a is not type(None)]
+            return bool(members) and all(numeric(a) for a in members)
+        return False
+
+    return frozenset(name for name, field in model.model_fields.items() if numeric(field.annotation))
+
+
+def _negative_number(element: str, filled: str, values: Mapping[str, Any], numeric: Collection[str]) -> bool:
+    """``element`` is one placeholder of a declared-numeric argument whose value is a negative number."""
+    match = _PLACEHOLDER.fullmatch(element)
+    if match is None or match.group(1) not in numeric:
+        return False
+    value = values[match.group(1)]
+    return (
+        isinstance(value, _NUMERIC_TYPES) and not isinstance(value, bool) and bool(_NUMBER.match(filled))
+    )
+
+
+def fill(template: Sequence[str], values: Mapping[str, Any], numeric: Collection[str] = ()) -> list[str]:
     """Fill ``${name}`` placeholders; each argv element stays exactly one element.
 
     Raises ValueError for a missing value, a non-scalar value or a value that makes an element
-    start with '-' (an option) when the template does not.
+    start with '-' (an option) when the template does not. A negative number is allowed only as
+    the whole element, from an argument named in ``numeric`` whose value is a number.
     """
     argv: list[str] = []
     for element in template:
@@ -118,92 +120,19 @@ def fill(template: Sequence[str], values: Mapping[str, Any]) -> list[str]:
 
         filled = _PLACEHOLDER.sub(replace, element)
         # a leading '-' the template does not write itself came from a value: the program would
-        # read the element as an option (whether the value fills all of it or only its start)
-        if filled.startswith("-") and not element.startswith("-") and not _NUMBER.match(filled):
+        # read the element as an option (whether the value fills all of it or only its start);
+        # "-1" too (`ls -1`, `head -5`), unless the tool declared the argument a number
+        if (
+            filled.startswith("-")
+            and not element.startswith("-")
+            and not _negative_number(element, filled, values, numeric)
+        ):
             raise ValueError(
                 f"argument {filled!r} (from {element!r}) starts with '-' and would be read as an option "
                 "by the program; use a value without a leading '-'"
             )
         argv.append(filled)
     return argv
-
-
-async def _read_bounded(stream: asyncio.StreamReader | None, limit: int) -> tuple[str, int]:
-    """Read a stream to its end keeping at most ``limit`` bytes (head and tail); drop the rest."""
-    if stream is None:
-        return "", 0
-    head = bytearray()
-    tail = bytearray()
-    dropped = 0
-    tail_size = min(_KEEP_TAIL, limit // 2)
-    head_size = limit - tail_size
-    while chunk := await stream.read(65536):
-        room = head_size - len(head)
-        if room > 0:
-            head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            tail += chunk
-            if len(tail) > tail_size:
-                dropped += len(tail) - tail_size
-                del tail[: len(tail) - tail_size]
-    text = head.decode("utf-8", "replace")
-    if dropped:
-        text += f"\n... [{dropped} bytes omitted] ...\n"
-    return text + tail.decode("utf-8", "replace"), dropped
-
-
-def _kill(proc: asyncio.subprocess.Process) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)  # the whole group: children of a test runner too
-        else:  # pragma: no cover - Windows
-            proc.kill()
-    except ProcessLookupError:
-        pass
-
-
-async def run_command(
-    argv: Sequence[str],
-    *,
-    timeout: float,
-    max_output: int,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-) -> CommandOutput:
-    """Run one argv without a shell; capture bounded output; kill it (and its children) on timeout."""
-    posix = hasattr(os, "killpg")
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        start_new_session=posix,  # its own process group, so a timeout kills its children too
-    )
-
-    async def communicate() -> tuple[str, str, int]:
-        (out, _), (err, _), code = await asyncio.gather(
-            _read_bounded(proc.stdout, max_output), _read_bounded(proc.stderr, max_output), proc.wait()
-        )
-        return out, err, code
-
-    task = asyncio.ensure_future(communicate())
-    try:
-        out, err, code = await asyncio.wait_for(asyncio.shield(task), timeout)
-        return CommandOutput(tuple(argv), code, out, err)
-    except asyncio.TimeoutError:
-        _kill(proc)
-        try:  # the pipes close once the group is dead; bounded in case a grandchild escaped it
-            out, err, _ = await asyncio.wait_for(task, 5.0)
-        except asyncio.TimeoutError:
-            out, err = "", ""
-        return CommandOutput(tuple(argv), None, out, err, timed_out=True)
-    except asyncio.CancelledError:
-        _kill(proc)
-        task.cancel()
-        raise
 
 
 class CommandTool(Tool):
@@ -275,6 +204,7 @@ class CommandTool(Tool):
             describe=describe,
             safe=safe,
         )
+        self._numeric = numeric_fields(self.args_model)
         missing = placeholders(self.commands) - set(self.args_model.model_fields)
         if missing and env is None:
             raise ToolError(
@@ -285,7 +215,8 @@ class CommandTool(Tool):
     def argv_for(self, args: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> list[list[str]]:
         """The concrete argv of every command for validated ``args`` (raises ValueError when unfillable)."""
         values = {**args, **(extra or {})}
-        return [fill(cmd, values) for cmd in self.commands]
+        numeric = self._numeric - set(extra or ())  # env() values are never declared numbers
+        return [fill(cmd, values, numeric) for cmd in self.commands]
 
     def describe_call(self, args: Mapping[str, Any]) -> str:
         """Default approval text: the exact commands that will run."""
@@ -293,7 +224,7 @@ class CommandTool(Tool):
             return super().describe_call(args)
         preview = {name: f"${{{name}}}" for name in placeholders(self.commands) if name not in args}
         try:  # env() values are only known at run time: shown as their placeholders
-            lines = [_quote(argv) for argv in self.argv_for(args, preview)]
+            lines = [shell_line(argv) for argv in self.argv_for(args, preview)]
         except ValueError as exc:
             return f"{self.name}: cannot build the command ({exc})"
         return f"{self.name} will run:\n" + "\n".join(f"  $ {line}" for line in lines)
@@ -317,7 +248,7 @@ class CommandTool(Tool):
                 )
             except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
                 transcript = "\n\n".join(o.render() for o in outputs)
-                message = f"cannot run {shorten(_quote(argv), 200)}: {exc.strerror or exc}"
+                message = f"cannot run {shorten(shell_line(argv), 200)}: {exc.strerror or exc}"
                 return ToolResult(
                     "error",
                     value=outputs,
@@ -334,7 +265,7 @@ class CommandTool(Tool):
                 )
                 skipped = len(argvs) - len(outputs)
                 note = f"; {skipped} later command(s) skipped" if skipped else ""
-                message = f"`{_quote(argv)}` {why}{note}"
+                message = f"`{shell_line(argv)}` {why}{note}"
                 return ToolResult(
                     "error", value=outputs, message=message, llm_text=f"{transcript}\n\nError: {message}"
                 )
