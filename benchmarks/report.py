@@ -93,6 +93,9 @@ def markdown(sections: Sequence[Section], meta: dict[str, Any]) -> str:
     if errors:
         lines += ["", "## Measurements that failed to run", ""]
         lines += [f"- {name}: `{error}`" for name, error in errors.items()]
+    tables = {s.name: s.details["table"] for s in sections if isinstance(s.details.get("table"), str)}
+    for name, table in tables.items():  # a measurement's own, more detailed table
+        lines += ["", f"## {name}", "", table.removeprefix("# ").split("\n", 1)[-1].strip()]
     profs = profiles(sections)
     if profs:
         lines += ["", "## Profiles of slow paths (top cumulative entries)", ""]

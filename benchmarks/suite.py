@@ -19,8 +19,10 @@ from pathlib import Path
 
 from benchmarks.common import DSPY_VERSION, Section, ensure_dspy_venv, venv_python
 
-NAMES = ("import", "first_call", "format_parse", "e2e_call", "throughput", "memory", "corpus", "local_model")
-DEFAULT = tuple(n for n in NAMES if n != "local_model")
+NAMES = ("import", "first_call", "format_parse", "e2e_call", "throughput", "memory", "corpus", "local_model",
+         "real_suite")
+LOCAL = ("local_model", "real_suite")  # on the embedded model: only with --local
+DEFAULT = tuple(n for n in NAMES if n not in LOCAL)
 
 
 @dataclass
@@ -59,6 +61,7 @@ def _runners(opts: Options, dspy_python: Path | None) -> dict[str, Callable[[], 
         import_time,
         local_model,
         memory,
+        real_model,
         throughput,
     )
 
@@ -73,6 +76,7 @@ def _runners(opts: Options, dspy_python: Path | None) -> dict[str, Callable[[], 
         "memory": lambda: memory.run(opts.memory_calls, with_dspy),
         "corpus": lambda: corpus.run(with_dspy),
         "local_model": lambda: local_model.run(with_dspy),
+        "real_suite": lambda: real_model.run(with_dspy),
     }
 
 
@@ -129,4 +133,4 @@ def run_suite(opts: Options) -> tuple[list[Section], dict[str, object]]:
     return sections, meta
 
 
-__all__ = ["DEFAULT", "NAMES", "Options", "run_suite"]
+__all__ = ["DEFAULT", "LOCAL", "NAMES", "Options", "run_suite"]

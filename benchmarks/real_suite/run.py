@@ -1,0 +1,161 @@
+"""Run programs over the suite's tasks on one server and collect scored records.
+
+A *program* is ``sigform:<adapter>`` (chat, json, xml, two-step), ``dspy:<adapter>`` (chat,
+json, xml; DSPy 3.4.1 in its own virtualenv) or ``grammar`` (the 40-line script). Every program
+gets the same server, demos, temperature 0 and ``max_tokens``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from benchmarks.real_suite import grammar_script, sigform_side
+from benchmarks.real_suite.scoring import fields_right, summarise
+from benchmarks.real_suite.tasks import Task
+
+DSPY_ADAPTERS = ("chat", "json", "xml")
+ALL_PROGRAMS = (
+    *(f"sigform:{a}" for a in sigform_side.ADAPTERS),
+    "grammar",
+    *(f"dspy:{a}" for a in DSPY_ADAPTERS),
+)
+MAX_TOKENS = 256
+
+
+def check_programs(programs: Sequence[str]) -> None:
+    unknown = [p for p in programs if p not in ALL_PROGRAMS]
+    if unknown:
+        raise ValueError(f"unknown program(s) {unknown}; choose from {ALL_PROGRAMS}")
+
+
+@contextlib.contextmanager
+def server(api_base: str | None, model: str | None = None) -> Iterator[tuple[str, str]]:
+    """``(api_base, model)``: the given OpenAI-compatible server (its first listed model unless
+    ``model`` is given), else a dedicated embedded one."""
+    if api_base:
+        yield api_base, model or "openai/" + _served_model(api_base)
+        return
+    import sigform.local
+
+    with sigform.local.serve() as local:
+        yield local.api_base, f"openai/{sigform.local.MODEL_NAME}"
+
+
+def _served_model(api_base: str) -> str:
+    import httpx
+
+    listing = httpx.get(api_base.rstrip("/") + "/models", timeout=10).json()
+    return str(listing["data"][0]["id"])
+
+
+def score_records(records: list[dict[str, Any]], examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_id = {e["id"]: e for e in examples}
+    for record in records:
+        example = by_id[record["id"]]
+        record["expect"] = example["expect"]
+        record["expect_fields"] = list(example["expect"])
+        if "value" in record:
+            record["fields"] = fields_right(record["value"], example)
+            record["right"] = all(record["fields"].values())
+        else:
+            record["fields"] = {}
+            record["right"] = False
+    return records
+
+
+def run_program(
+    program: str,
+    tasks: Sequence[Task],
+    examples: dict[str, list[dict[str, Any]]],
+    *,
+    api_base: str,
+    model: str,
+    max_tokens: int = MAX_TOKENS,
+) -> dict[str, Any]:
+    """``{"program", "tasks": {task: {"summary", "records"}}, "total"}`` for one program."""
+    check_programs([program])
+    if program.startswith("dspy:"):
+        raw = _dspy(program.split(":", 1)[1], tasks, examples, api_base, model, max_tokens)
+    else:
+        raw = {}
+        for task in tasks:
+            if program == "grammar":
+                raw[task.name] = grammar_script.run_task(
+                    task, examples[task.name], api_base=api_base, model=model, max_tokens=max_tokens
+                )
+            else:
+                raw[task.name] = sigform_side.run_task(
+                    task,
+                    examples[task.name],
+                    adapter=program.split(":", 1)[1],
+                    api_base=api_base,
+                    model=model,
+                    max_tokens=max_tokens,
+                )
+    per_task = {}
+    every: list[dict[str, Any]] = []
+    for task in tasks:
+        records = score_records(raw[task.name], examples[task.name])
+        per_task[task.name] = {"summary": summarise(records), "records": records}
+        every += records
+    return {"program": program, "tasks": per_task, "total": summarise(every)}
+
+
+def _dspy(
+    adapter: str,
+    tasks: Sequence[Task],
+    examples: dict[str, list[dict[str, Any]]],
+    api_base: str,
+    model: str,
+    max_tokens: int,
+) -> dict[str, list[dict[str, Any]]]:
+    from benchmarks.common import ensure_dspy_venv, run_dspy
+
+    ensure_dspy_venv(lambda msg: print(msg, flush=True))
+    job = {
+        "api_base": api_base,
+        "model": model,
+        "max_tokens": max_tokens,
+        "adapter": adapter,
+        "jobs": [{"task": t.name, "examples": examples[t.name]} for t in tasks],
+    }
+    result = run_dspy("real_suite.py", stdin=json.dumps(job), timeout=7200)
+    return result["tasks"]
+
+
+def run_all(
+    programs: Sequence[str],
+    tasks: Sequence[Task],
+    *,
+    split: str,
+    limit: int | None = None,
+    api_base: str | None = None,
+    model: str | None = None,
+    max_tokens: int = MAX_TOKENS,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Every program over every task (the first ``limit`` examples of each) on one server."""
+    check_programs(programs)
+    examples = {t.name: t.examples(split)[:limit] for t in tasks}
+    results = []
+    with server(api_base, model) as (base, served):
+        for program in programs:
+            log(f"{program} on {sum(map(len, examples.values()))} {split} examples ...")
+            result = run_program(program, tasks, examples, api_base=base, model=served, max_tokens=max_tokens)
+            total = result["total"]
+            log(
+                f"  {program}: {100 * total['accuracy']:.1f}% right, "
+                f"{total['parse_failures']} parse failures, {total['seconds_per_example']:.2f} s/example"
+            )
+            results.append(result)
+    return {
+        "split": split,
+        "limit": limit,
+        "model": served,
+        "max_tokens": max_tokens,
+        "tasks": [t.name for t in tasks],
+        "results": results,
+    }

@@ -1,0 +1,227 @@
+"""The real-model suite (benchmarks/real_suite): its data, its grading, and its harness.
+
+The harness runs here against a loopback OpenAI-compatible fake; the figures themselves come from
+``python -m benchmarks.real_suite`` on a real model (nothing about speed or accuracy of a model is
+asserted here).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from benchmarks.real_suite import grammar_script, report
+from benchmarks.real_suite.run import run_all, run_program
+from benchmarks.real_suite.scoring import fields_right, value_right
+from benchmarks.real_suite.tasks import TASKS, select, to_plain
+from sigform.testing.providers import ErrorReply, OpenAIChatFake, Reply
+from sigform.testing.providers.server import RecordedRequest
+
+
+def test_every_task_has_three_demos_and_the_suite_has_80_test_examples() -> None:
+    assert len(TASKS) >= 4
+    assert all(len(task.examples("demos")) == 3 for task in TASKS.values())
+    assert sum(len(task.examples("test")) for task in TASKS.values()) >= 80
+    assert all(len(task.examples("dev")) >= 10 for task in TASKS.values())
+
+
+def test_ids_and_texts_are_unique_across_splits() -> None:
+    # a dev or demo text reappearing in test would let tuning leak into the held-out figures
+    ids, texts = [], []
+    for task in TASKS.values():
+        for split in ("demos", "dev", "test"):
+            for example in task.examples(split):
+                ids.append(example["id"])
+                texts.append(example["text"].casefold())
+    assert len(ids) == len(set(ids))
+    assert len(texts) == len(set(texts))
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_labels_are_canonical_typed_values(name: str) -> None:
+    task = TASKS[name]
+    not_stated = 0
+    for split in ("demos", "dev", "test"):
+        for example in task.examples(split):
+            assert list(example["expect"]) == list(task.output_names), example["id"]
+            typed = task.typed(example["expect"])
+            assert to_plain(typed) == example["expect"], example["id"]  # plain JSON, round-trips
+            for field, alternatives in (example.get("also") or {}).items():
+                assert all(isinstance(a, str) for a in alternatives), example["id"]
+                assert field in example["expect"], example["id"]
+            if split == "test":
+                not_stated += json.dumps(example["expect"]).count("null")
+    assert not_stated >= 2, f"{name}: the test split needs inputs whose right answer is 'not stated'"
+
+
+DECIMAL_COMMA = re.compile(r"\d,\d{2}(?!\d)|\d\.\d{3}(?!\d)")
+
+
+def test_money_in_the_inputs_is_never_ambiguous() -> None:
+    assert DECIMAL_COMMA.search("€1.299,00") and DECIMAL_COMMA.search("EUR 1.299")
+    assert not DECIMAL_COMMA.search("¥52,000 and $18,900.00")
+    # a decimal comma (`1.299,00`) would make the label a matter of locale
+    for task in TASKS.values():
+        for split in ("demos", "dev", "test"):
+            for example in task.examples(split):
+                assert not DECIMAL_COMMA.search(example["text"]), example["id"]
+
+
+@pytest.mark.parametrize(
+    ("got", "want", "right"),
+    [
+        ("The Lindenhof Inn", "Lindenhof Inn", True),
+        ("  harbor tech supplies. ", "Harbor Tech Supplies", True),
+        ("Harbor Tech", "Harbor Tech Supplies", False),
+        (2450.004, 2450.0, True),
+        (2450.01, 2450.0, False),
+        (True, 1, False),
+        (1, True, False),
+        (None, None, True),
+        ("", None, False),
+        (None, 3, False),
+        ("2025-05-01", "2025-05-01", True),
+        ("2025-05-02", "2025-05-01", False),
+        (["Eggs", "flour"], ["flour", "egg"], True),
+        (["flour"], ["flour", "eggs"], False),
+        (["flour", "flour"], ["flour"], False),
+        ("flour, eggs", ["flour", "eggs"], False),
+        ({"name": "Hall", "city": "Cork", "extra": 1}, {"name": "hall", "city": "Cork"}, True),
+        ({"name": "Hall"}, {"name": "Hall", "city": "Cork"}, False),
+    ],
+)
+def test_value_grading(got: Any, want: Any, right: bool) -> None:
+    assert value_right(got, want) is right
+
+
+def test_alternative_answers_apply_to_their_field_only() -> None:
+    example = {
+        "expect": {"vendor": "Hotel Bellavista", "total": 10.0},
+        "also": {"vendor": ["Hotel Bellavista, Florence"]},
+    }
+    assert fields_right({"vendor": "Hotel Bellavista, Florence", "total": 10.0}, example) == {
+        "vendor": True,
+        "total": True,
+    }
+    assert fields_right({"vendor": "Florence", "total": 10.0}, example)["vendor"] is False
+
+
+def _chat_answer(values: dict[str, Any], task_name: str) -> str:
+    task = TASKS[task_name]
+    parts = []
+    for out in task.outputs:
+        value = values[out.name]
+        text = (
+            json.dumps(value)
+            if isinstance(value, (dict, list))
+            else ("None" if value is None else str(value))
+        )
+        parts.append(f"[[ ## {out.name} ## ]]\n{text}")
+    return "\n\n".join(parts) + "\n\n[[ ## completed ## ]]"
+
+
+def _answering(task_name: str, wrong_id: str, broken_id: str) -> Any:
+    """A fake model that answers every people example right, except one wrong and one unparseable."""
+    by_text = {e["text"]: e for e in TASKS[task_name].examples("dev")}
+
+    def responder(request: RecordedRequest) -> Reply:
+        last = request.json["messages"][-1]["content"]
+        example = next(e for text, e in by_text.items() if text in last)
+        values = dict(example["expect"])
+        if example["id"] == wrong_id:
+            values["name"] = "Somebody Else"
+        if example["id"] == broken_id:
+            return Reply("I am not sure what you mean.")
+        return Reply(_chat_answer(values, task_name))
+
+    return responder
+
+
+def test_sigform_program_is_scored_per_example_against_a_fake_server() -> None:
+    task = TASKS["people"]
+    examples = task.examples("dev")[:4]
+    wrong, broken = examples[1]["id"], examples[2]["id"]
+    with OpenAIChatFake(responder=_answering("people", wrong, broken)) as fake:
+        result = run_program(
+            "sigform:chat",
+            [task],
+            {"people": examples},
+            api_base=fake.api_base,
+            model="openai/fake-model",
+            max_tokens=64,
+        )
+    records = result["tasks"]["people"]["records"]
+    assert [r["right"] for r in records] == [True, False, False, True]
+    assert records[1]["fields"] == {"name": False, "age": True, "city": True}
+    assert "error" in records[2] and "raw" in records[2]  # a parse failure keeps what the model said
+    total = result["total"]
+    assert (total["examples"], total["right"], total["parse_failures"]) == (4, 2, 1)
+    # the broken answer cost more than one call (sigform's fallback); every call's usage is counted
+    assert total["calls"] > 4 and records[2]["calls"] > 1
+    assert total["completion_tokens"] == 8 * total["calls"]
+    assert total["prompt_tokens"] == 12 * total["calls"]
+    body = fake.requests[0].json
+    assert body["temperature"] == 0.0 and body["max_tokens"] == 64
+    assert "Tomasz Wójcik" in json.dumps(body["messages"], ensure_ascii=False)  # the task's demos are sent
+
+
+def test_grammar_script_steps_down_once_to_json_object_with_the_schema() -> None:
+    task = TASKS["invoice"]
+    examples = task.examples("dev")[:3]
+    seen: list[dict[str, Any]] = []
+
+    def responder(request: RecordedRequest) -> Reply | ErrorReply:
+        seen.append(request.json["response_format"])
+        if request.json["response_format"]["type"] == "json_schema":
+            return ErrorReply(500, {"detail": "Input should be 'text' or 'json_object'"})
+        example = next(e for e in examples if e["text"] == request.json["messages"][-1]["content"])
+        return Reply(json.dumps(example["expect"]))
+
+    with OpenAIChatFake(responder=responder) as fake:
+        records = grammar_script.run_task(
+            task, examples, api_base=fake.api_base, model="openai/m", max_tokens=32
+        )
+    assert [r["calls"] for r in records] == [2, 1, 1]
+    assert [f["type"] for f in seen] == ["json_schema", "json_object", "json_object", "json_object"]
+    assert seen[1]["schema"]["properties"]["currency"]["enum"] == ["USD", "EUR", "GBP", "JPY"]
+    assert all(r["value"] == e["expect"] for r, e in zip(records, examples, strict=True))
+
+
+def test_run_all_and_the_tables(tmp_path: Any) -> None:
+    task = TASKS["people"]
+    with OpenAIChatFake(responder=_answering("people", "none", "none")) as fake:
+        run = run_all(
+            ["sigform:chat", "sigform:json"],
+            [task],
+            split="dev",
+            limit=2,
+            api_base=fake.api_base,
+            model="openai/fake-model",
+            log=lambda _msg: None,
+        )
+    assert [r["program"] for r in run["results"]] == ["sigform:chat", "sigform:json"]
+    chat = run["results"][0]["total"]
+    assert chat["right"] == 2 and chat["accuracy"] == 1.0
+    table = report.markdown(run)
+    assert "| sigform:chat | 100.0% (2/2) |" in table
+    assert "| program | people |" in table
+    assert "sigform:chat: 0 not right" in report.failures(run)
+
+
+def test_unknown_names_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown task"):
+        select("people,recipes")
+    with pytest.raises(ValueError, match="unknown program"):
+        run_program(
+            "dspy:two-step", [TASKS["people"]], {"people": []}, api_base="http://127.0.0.1:9", model="m"
+        )
+
+
+def test_event_labels_validate_as_the_nested_model() -> None:
+    example = TASKS["event"].examples("test")[0]
+    event = TypeAdapter(TASKS["event"].outputs[0].annotation).validate_python(example["expect"]["event"])
+    assert event.venue.city == example["expect"]["event"]["venue"]["city"]
