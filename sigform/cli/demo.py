@@ -78,7 +78,8 @@ def _adapter(name: str) -> sf.Adapter:
 
 
 def _print_prompt(console: Any, program: sf.Predict, example: sf.Example) -> None:
-    messages = program.adapter.format(program.signature, program.demos, example.to_dict("inputs"))
+    adapter = program.adapter or sf.ChatAdapter()  # build_program always sets one; the default otherwise
+    messages = adapter.format(program.signature, program.demos, example.to_dict("inputs"))
     for message in messages:
         content = message["content"]
         body = content if isinstance(content, str) else json.dumps(content, indent=2)

@@ -27,7 +27,7 @@ import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
 from sigform.hooks import Callback, emit
 from sigform.settings import context, get_setting
@@ -40,6 +40,17 @@ if TYPE_CHECKING:
 __all__ = ["Module", "program_callbacks"]
 
 _call_ids = itertools.count(1)
+
+_Inputs = ParamSpec("_Inputs")
+_Result = TypeVar("_Result")
+_Result_co = TypeVar("_Result_co", covariant=True)
+
+
+class _Forward(Protocol[_Inputs, _Result_co]):
+    """A program seen by a type checker: calling it takes ``forward``'s parameters and returns
+    what ``forward`` returns (``Predict(...)(...)`` is a Prediction, a typo'd input is reported)."""
+
+    def forward(self, *args: _Inputs.args, **kwargs: _Inputs.kwargs) -> _Result_co: ...
 
 
 @contextmanager
@@ -87,12 +98,13 @@ class Module:
         """Async logic; by default ``forward`` runs in a worker thread (see :meth:`acall`)."""
         return await asyncio.to_thread(self.forward, *args, **kwargs)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        callbacks = self.callbacks
+    def __call__(self: _Forward[_Inputs, _Result], *args: _Inputs.args, **kwargs: _Inputs.kwargs) -> _Result:
+        module = cast(Module, self)
+        callbacks = module.callbacks
         if not callbacks:
-            return self._hooked_call(callbacks, args, kwargs)
+            return module._hooked_call(callbacks, args, kwargs)
         with program_callbacks(callbacks):
-            return self._hooked_call(callbacks, args, kwargs)
+            return module._hooked_call(callbacks, args, kwargs)
 
     def _hooked_call(
         self, callbacks: Sequence[Callback] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -107,14 +119,17 @@ class Module:
         emit("module_end", callbacks=callbacks, module=self, call_id=call_id, outputs=result, error=None)
         return result
 
-    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+    async def acall(
+        self: _Forward[_Inputs, _Result], *args: _Inputs.args, **kwargs: _Inputs.kwargs
+    ) -> _Result:
         """Run the program asynchronously (``aforward`` if defined, else ``forward`` in a thread)."""
-        callbacks = self.callbacks
+        module = cast(Module, self)
+        callbacks = module.callbacks
         if not callbacks:
-            return await self._ahooked_call(callbacks, args, kwargs)
+            return await module._ahooked_call(callbacks, args, kwargs)
         # the task's own context: the scope ends with the call, whatever else runs on the loop
         with program_callbacks(callbacks):
-            return await self._ahooked_call(callbacks, args, kwargs)
+            return await module._ahooked_call(callbacks, args, kwargs)
 
     async def _ahooked_call(
         self, callbacks: Sequence[Callback] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -232,8 +247,30 @@ class Module:
         return self
 
     # -- many inputs ------------------------------------------------------------------------------
+    @overload
     def batch(
-        self,
+        self: _Forward[..., _Result],
+        examples: Sequence[Any],
+        *,
+        num_threads: int | None = None,
+        max_errors: int | None = None,
+        return_failures: Literal[False] = False,
+        progress: bool | None = None,
+        executor: Executor | None = None,
+    ) -> list[_Result | None]: ...
+    @overload
+    def batch(
+        self: _Forward[..., _Result],
+        examples: Sequence[Any],
+        *,
+        num_threads: int | None = None,
+        max_errors: int | None = None,
+        return_failures: Literal[True],
+        progress: bool | None = None,
+        executor: Executor | None = None,
+    ) -> tuple[list[_Result | None], list[Failure]]: ...
+    def batch(
+        self: _Forward[..., _Result],
         examples: Sequence[Any],
         *,
         num_threads: int | None = None,
@@ -241,8 +278,10 @@ class Module:
         return_failures: bool = False,
         progress: bool | None = None,
         executor: Executor | None = None,
-    ) -> list[Any] | tuple[list[Any], list[Failure]]:
-        """Run the program on many inputs in parallel threads; see :func:`sigform.predict.batch.run_batch`."""
+    ) -> list[_Result | None] | tuple[list[_Result | None], list[Failure]]:
+        """Run the program on many inputs in parallel threads; see :func:`sigform.predict.batch.run_batch`.
+
+        Results are in input order; a failed example's result is None."""
         from sigform.predict.batch import run_batch
 
         return run_batch(
@@ -255,15 +294,35 @@ class Module:
             executor=executor,
         )
 
+    @overload
     async def abatch(
-        self,
+        self: _Forward[..., _Result],
+        examples: Sequence[Any],
+        *,
+        concurrency: int | None = None,
+        max_errors: int | None = None,
+        return_failures: Literal[False] = False,
+        progress: bool | None = None,
+    ) -> list[_Result | None]: ...
+    @overload
+    async def abatch(
+        self: _Forward[..., _Result],
+        examples: Sequence[Any],
+        *,
+        concurrency: int | None = None,
+        max_errors: int | None = None,
+        return_failures: Literal[True],
+        progress: bool | None = None,
+    ) -> tuple[list[_Result | None], list[Failure]]: ...
+    async def abatch(
+        self: _Forward[..., _Result],
         examples: Sequence[Any],
         *,
         concurrency: int | None = None,
         max_errors: int | None = None,
         return_failures: bool = False,
         progress: bool | None = None,
-    ) -> list[Any] | tuple[list[Any], list[Failure]]:
+    ) -> list[_Result | None] | tuple[list[_Result | None], list[Failure]]:
         """Async twin of :meth:`batch`: ``concurrency`` calls in flight on the running loop."""
         from sigform.predict.batch import run_abatch
 

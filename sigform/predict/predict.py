@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from sigform.errors import InputError, SignatureError
 from sigform.predict import runstate
@@ -31,10 +31,15 @@ from sigform.settings import get_setting
 from sigform.signatures import Signature, SignatureMeta, make_signature
 
 if TYPE_CHECKING:
+    from sigform.adapters.base import Adapter
     from sigform.hooks import Callback
+    from sigform.lm.interface import LMProtocol
     from sigform.predict.streaming import StreamEvent
 
-__all__ = ["Predict", "default_adapter", "default_lm", "ensure_signature"]
+__all__ = ["Predict", "SignatureLike", "default_adapter", "default_lm", "ensure_signature"]
+
+# what a program accepts as its signature: a class, "question -> answer: int", or a dict of fields
+SignatureLike = Union[str, type[Signature], Mapping[str, Any]]
 
 _defaults_lock = threading.Lock()
 _default_lm: Any = None
@@ -65,7 +70,7 @@ def default_adapter() -> Any:
     return _default_adapter
 
 
-def ensure_signature(signature: Any) -> type[Signature]:
+def ensure_signature(signature: SignatureLike) -> type[Signature]:
     """A signature class from a class, a string (``"question -> answer"``) or a dict of fields."""
     if isinstance(signature, SignatureMeta):
         if not signature.output_fields:
@@ -94,11 +99,11 @@ class Predict(Module):
 
     def __init__(
         self,
-        signature: Any,
+        signature: SignatureLike,
         *,
         demos: Sequence[Example | Mapping[str, Any]] | None = None,
-        lm: Any = None,
-        adapter: Any = None,
+        lm: LMProtocol | None = None,
+        adapter: Adapter | None = None,
         callbacks: Sequence[Callback] | None = None,
         **lm_kwargs: Any,
     ) -> None:
@@ -172,8 +177,8 @@ class Predict(Module):
     def forward(
         self,
         *args: Any,
-        lm: Any = None,
-        adapter: Any = None,
+        lm: LMProtocol | None = None,
+        adapter: Adapter | None = None,
         demos: Sequence[Any] | None = None,
         config: Mapping[str, Any] | None = None,
         **inputs: Any,
@@ -188,8 +193,8 @@ class Predict(Module):
     async def aforward(
         self,
         *args: Any,
-        lm: Any = None,
-        adapter: Any = None,
+        lm: LMProtocol | None = None,
+        adapter: Adapter | None = None,
         demos: Sequence[Any] | None = None,
         config: Mapping[str, Any] | None = None,
         **inputs: Any,
@@ -241,8 +246,8 @@ class Predict(Module):
     def stream(
         self,
         *,
-        lm: Any = None,
-        adapter: Any = None,
+        lm: LMProtocol | None = None,
+        adapter: Adapter | None = None,
         demos: Sequence[Any] | None = None,
         config: Mapping[str, Any] | None = None,
         **inputs: Any,
@@ -257,8 +262,8 @@ class Predict(Module):
     def astream(
         self,
         *,
-        lm: Any = None,
-        adapter: Any = None,
+        lm: LMProtocol | None = None,
+        adapter: Adapter | None = None,
         demos: Sequence[Any] | None = None,
         config: Mapping[str, Any] | None = None,
         **inputs: Any,
