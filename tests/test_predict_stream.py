@@ -47,6 +47,17 @@ def test_stream_yields_growing_field_text_then_the_prediction() -> None:
     assert pred._raw == ANSWER
 
 
+def test_a_stream_ending_without_the_completed_marker_finishes_its_last_field() -> None:
+    # the marker is a stop sequence: a provider that honours it never sends it (finish() raised
+    # AttributeError: 'tuple' object has no attribute 'startswith', found by mypy)
+    lm = ScriptedLM(["[[ ## answer ## ]]\nParis\n\n[[ ## confidence ## ]]\n0.9"])
+    lm.stream_chunk_chars = 4
+    events, pred = split(list(qa(lm).stream(question="Capital of France?")))
+    assert pred.answer == "Paris" and pred.confidence == 0.9
+    last = [e for e in events if e.field == "confidence"][-1]
+    assert last.done and last.text == "0.9"
+
+
 def test_astream_matches_stream() -> None:
     lm = ScriptedLM([ANSWER, ANSWER])
 

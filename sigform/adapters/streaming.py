@@ -213,7 +213,7 @@ class StreamParser:
     def finish(self) -> list[FieldDelta]:
         """The stream ended: every field seen is finished with its full text."""
         snapshot = self._snapshot(self._text + "\n", self._matcher)
-        return self._update({k: (v, True) for k, v in snapshot.items()}, final=True)
+        return self._update({name: (text, True) for name, (text, _) in snapshot.items()}, final=True)
 
     def _update(self, snapshot: dict[str, tuple[str, bool]], final: bool) -> list[FieldDelta]:
         out: list[FieldDelta] = []
