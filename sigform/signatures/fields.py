@@ -193,7 +193,8 @@ def _with_constraints(spec: FieldSpec) -> Any:
         )
     try:
         metadata = Field(**spec.constraints).metadata
-        constrained = Annotated[(spec.annotation, *metadata)] if metadata else spec.annotation
+        params = (spec.annotation, *metadata)  # as a name: mypy reads `X[(a, *b)]` as 3.11-only syntax
+        constrained = Annotated[params] if metadata else spec.annotation
         TypeAdapter(constrained)
     except Exception as exc:  # pydantic raises several types here; report them uniformly
         raise SignatureError(
