@@ -67,7 +67,6 @@ def test_public_names_are_listed_for_type_checkers():
     assert len(sigform.__all__) == len(set(sigform.__all__))
     tree = ast.parse((ROOT / "sigform" / "__init__.py").read_text())
     (block,) = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
-    imported = {
-        alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names
-    }
+    imports = [node for node in block.body if isinstance(node, ast.ImportFrom)]
+    imported = {alias.name: node.module for node in imports for alias in node.names}
     assert imported == exports  # every public name, from the module that serves it at run time

@@ -179,13 +179,14 @@ def request_tools(signature: Any, inputs: Mapping[str, Any], extra: Any = None) 
     specs: list[dict[str, Any]] = []
     for name in tool_inputs(signature):
         value = inputs.get(name)
-        items = value if isinstance(value, (list, tuple)) else [value]
+        items: Sequence[Any] = value if isinstance(value, (list, tuple)) else [value]
         specs.extend(item.to_openai() for item in items if is_tool(item))
     for item in extra or ():
         specs.append(item.to_openai() if is_tool(item) else dict(item))
     seen: set[str] = set()
     for spec in specs:
-        fn = spec.get("function") if isinstance(spec.get("function"), Mapping) else spec
+        function = spec.get("function")
+        fn = function if isinstance(function, Mapping) else spec
         tool_name = str(fn.get("name", ""))
         if tool_name in seen:
             raise InputError(f"two tools are named {tool_name!r}; tool names must be unique in one request")
@@ -204,7 +205,7 @@ def native_signature(
         return found.text
     for name in found.tool_inputs:
         value = inputs.get(name)
-        items = value if isinstance(value, (list, tuple)) else [value]
+        items: Sequence[Any] = value if isinstance(value, (list, tuple)) else [value]
         if any(is_tool(item) for item in items):
             return found.text
     return None

@@ -97,7 +97,8 @@ class JSONParsePlan:
             obj = json.loads(text, object_pairs_hook=read_pairs)  # the full parser's read, conflicts kept
         except (ValueError, RecursionError):
             return None
-        if not isinstance(obj, dict) or obj.conflicts or obj.keys() != self.names:
+        # every object json.loads builds here comes from read_pairs, with its `conflicts`
+        if not isinstance(obj, dict) or getattr(obj, "conflicts", None) or obj.keys() != self.names:
             return None
         return self.coerce.try_convert(obj)
 

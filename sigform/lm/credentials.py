@@ -21,7 +21,7 @@ import re
 import shlex
 import subprocess
 import threading
-from typing import Any
+from typing import Any, cast
 
 from sigform.errors import LMError
 
@@ -56,6 +56,8 @@ class Credential:
     """
 
     __slots__ = ("_cached", "_lock", "_value", "kind", "name", "secret", "source", "timeout")
+    kind: str  # "literal", "env", "cmd" or "callable"
+    source: str | None  # the variable name, command or function name; None for a literal
 
     def __init__(self, name: str, value: Any, *, secret: bool | None = None, timeout: float = CMD_TIMEOUT):
         self.name = name
@@ -88,7 +90,7 @@ class Credential:
             return self._value
         if self.kind == "env":
             try:
-                return os.environ[self.source]
+                return os.environ[cast(str, self.source)]  # an env credential always names one
             except KeyError:
                 raise CredentialError(f"{self.name}: environment variable {self.source} is not set") from None
         if self.kind == "callable":
@@ -171,7 +173,7 @@ class Credential:
         if self.kind in ("cmd", "callable") and self._cached:
             return [self._cached]
         if self.kind == "env":
-            v = os.environ.get(self.source)
+            v = os.environ.get(cast(str, self.source))
             return [v] if v else []
         return []
 

@@ -14,7 +14,7 @@ import sys
 import typing
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional, cast
 
 from sigform.errors import SignatureError
 from sigform.signatures.fields import FieldDecl, FieldSpec
@@ -175,7 +175,7 @@ class SignatureMeta(type):
     def _derive(
         cls, specs: list[FieldSpec], instructions: str | type[_Keep] | None = None
     ) -> type[Signature]:
-        explicit = cls._explicit_instructions if instructions is _Keep else instructions
+        explicit = cls._explicit_instructions if instructions is _Keep else cast(Optional[str], instructions)
         return _build(cls.__name__, specs, explicit, base=cls)
 
     def with_instructions(cls, instructions: str) -> type[Signature]:

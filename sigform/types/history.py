@@ -53,10 +53,11 @@ def _arguments_json(args: Any, where: str) -> str:
 def _normalise_call(call: Any, where: str) -> dict[str, Any]:
     """One tool call in OpenAI message shape: {"id", "type": "function", "function": {...}}."""
     if is_dataclass(call) or isinstance(call, BaseModel):  # ToolCall / ToolCalls.Call
+        source: Any = call  # both have .name (is_dataclass/isinstance only pick the shape)
         call = {
-            "id": getattr(call, "id", None),
-            "name": call.name,
-            "arguments": getattr(call, "arguments", getattr(call, "args", {})),
+            "id": getattr(source, "id", None),
+            "name": source.name,
+            "arguments": getattr(source, "arguments", getattr(source, "args", {})),
         }
     if not isinstance(call, Mapping):
         raise ValueError(f"{where}: a tool call must be a dict, got {type(call).__name__}")
@@ -211,7 +212,7 @@ class History(BaseModel):
     def from_turns(cls, turns: Iterable[Mapping[str, Any]]) -> History:
         """History made of raw chat turns (``{"role": ..., "content": ...}``, tool calls and
         tool results included), checked and normalised to the OpenAI message shape."""
-        return cls(messages=tuple(turns), raw_turns=True)
+        return cls.model_validate({"messages": tuple(turns), "raw_turns": True})  # checked by the validator
 
     @property
     def is_raw_turns(self) -> bool:
@@ -225,7 +226,8 @@ class History(BaseModel):
 
     def add(self, *messages: Mapping[str, Any]) -> History:
         """A new History with ``messages`` appended (same form; validated again)."""
-        return type(self)(messages=(*self.messages, *messages), raw_turns=self.raw_turns)
+        combined = (*self.messages, *messages)
+        return type(self).model_validate({"messages": combined, "raw_turns": self.raw_turns})
 
     def groups(self) -> list[list[int]]:
         """Indices of :attr:`entries` grouped into units that must be kept or dropped together:
@@ -267,7 +269,7 @@ class History(BaseModel):
         if isinstance(value, Mapping):
             return cls.model_validate(value)
         if isinstance(value, (list, tuple)):
-            return cls(messages=value)
+            return cls.model_validate({"messages": value})
         raise TypeError(
             f"expected a History (or a list of field-value dicts), got {type(value).__name__}; "
             "build it with History(messages=[...]) or History.from_turns([...])"

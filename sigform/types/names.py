@@ -14,6 +14,7 @@ import decimal
 import enum
 import typing
 import uuid
+from collections.abc import Mapping
 from typing import Any, Literal, Optional, Union
 
 from sigform.errors import SignatureError
@@ -99,7 +100,7 @@ def _literal_repr(value: Any) -> str:
     return repr(value)
 
 
-def resolve_type_name(text: str, namespace: dict[str, Any] | None = None) -> Any:
+def resolve_type_name(text: str, namespace: Mapping[str, Any] | None = None) -> Any:
     """Parse a type string such as ``"list[Book]"`` or ``"int | None"`` into an annotation.
 
     Safe: nothing is evaluated. Names resolve from ``namespace`` first, then builtins, typing
@@ -116,7 +117,7 @@ def resolve_type_name(text: str, namespace: dict[str, Any] | None = None) -> Any
 
 
 class _Resolver:
-    def __init__(self, namespace: dict[str, Any], text: str) -> None:
+    def __init__(self, namespace: Mapping[str, Any], text: str) -> None:
         self.ns = namespace
         self.text = text
 

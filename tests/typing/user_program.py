@@ -8,9 +8,8 @@ from __future__ import annotations
 import asyncio
 from typing import Literal
 
-from typing_extensions import assert_type
-
 from pydantic import BaseModel
+from typing_extensions import assert_type
 
 import sigform as sf
 from sigform.lm.interface import Completion, ToolCall
@@ -151,7 +150,10 @@ def batches() -> list[object]:
     return answers
 
 
-def calculate(a: float, b: float, op: Literal["add", "subtract", "multiply", "divide"]) -> float | sf.ToolResult:
+Op = Literal["add", "subtract", "multiply", "divide"]
+
+
+def calculate(a: float, b: float, op: Op) -> float | sf.ToolResult:
     """Do arithmetic."""
     if op == "divide" and b == 0:
         return sf.ToolResult.error("cannot divide by zero")
@@ -171,7 +173,8 @@ def agents() -> str:
         features={"tools", "stop", "json_object"},
     )
     run_tests = sf.CommandTool(
-        "run_tests", "Run pytest on a path.", commands=[["pytest", "-q", "${path}"]], args=PathArgs, timeout=300
+        "run_tests", "Run pytest on a path.", commands=[["pytest", "-q", "${path}"]], args=PathArgs,
+        timeout=300,
     )
 
     def delete_file(path: str) -> str:

@@ -91,7 +91,8 @@ class MistralFake(OpenAIChatFake):
             yield {"content": "", "tool_calls": self.message(reply)["tool_calls"]}
 
     def stream_events(self, replies: list[Reply], request: RecordedRequest, model: str) -> Iterable[bytes]:
-        envelope = {"id": self.make_id("", 32, "0123456789abcdef"), "object": "chat.completion.chunk"}
+        envelope: dict[str, Any] = {"id": self.make_id("", 32, "0123456789abcdef")}
+        envelope["object"] = "chat.completion.chunk"
         envelope |= {"created": self.now(), "model": model}
         for i, reply in enumerate(replies):
             for delta in self.deltas(reply):

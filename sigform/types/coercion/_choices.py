@@ -111,7 +111,7 @@ class LiteralNode(_ChoiceNode):
         self._index()
 
     def _options(self) -> list[tuple[Any, list[str]]]:
-        out = []
+        out: list[tuple[Any, list[str]]] = []
         for c in self.choices:
             if isinstance(c, enum.Enum):
                 forms = [c.name, f"{type(c).__name__}.{c.name}"]

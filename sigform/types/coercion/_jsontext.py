@@ -56,7 +56,7 @@ def truncation_problem(text: str) -> str | None:
     last_sig = ""  # last significant character outside strings
     before_str = ""  # significant character before the last string opened
     last_kind = ""  # "str", "close", "word", "punct"
-    word = []
+    word: list[str] = []
     for ch in text:
         if quote:
             if escaped:
