@@ -1,8 +1,8 @@
 """Lifecycle of the shared local server, run against a fake ``llama_cpp.server``.
 
-The fake (written to a temp dir put first on PYTHONPATH) is started through the real launcher
-and command line; it answers ``/v1/models`` like the real server, honours $HOST/$PORT like
-uvicorn does, and can be told to crash or hang. This covers start, reuse (threads and
+The fake (``local_fakes``: a ``llama_cpp`` package put first on PYTHONPATH) is started through
+the real launcher and command line; it answers ``/v1/models`` like the real server, honours
+$HOST/$PORT like uvicorn does, and can be told to crash or hang. This covers start, reuse (threads and
 processes), stale state, restarts, stop at exit and start-up errors without the real model.
 """
 
@@ -23,72 +23,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from local_fakes import install_fake
 
-import sigform
 from sigform.errors import LocalModelError
 from sigform.local import _process, _shared
 from sigform.local._state import ServerState, pid_alive, read_state, state_path, write_state
-
-REPO_ROOT = Path(sigform.__file__).resolve().parents[1]
-
-FAKE_SERVER = '''
-import argparse, http.server, json, os, sys, time
-parser = argparse.ArgumentParser()
-for name in ("model", "model_alias", "host", "port", "chat_format", "n_ctx", "n_threads", "n_threads_batch",
-             "n_batch", "logits_all"):
-    parser.add_argument("--" + name)
-args = parser.parse_args()
-print("FAKE ARGS " + json.dumps(vars(args)), flush=True)
-shown = ("OMP_WAIT_POLICY", "SIGFORM_LOCAL_PARENT_PID", "HOST", "PORT", "CONFIG_FILE")
-print("FAKE ENV " + json.dumps({k: os.environ[k] for k in shown if k in os.environ}), flush=True)
-mode = os.environ.get("FAKE_LLAMA_MODE", "ok")
-if mode == "crash":
-    print("fake crash: bad model file", flush=True)
-    sys.exit(3)
-if mode == "hang":
-    time.sleep(3600)
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = json.dumps({"object": "list", "data": [{"id": args.model_alias, "object": "model"}]}).encode()
-        self.send_response(200 if self.path == "/v1/models" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-
-try:  # like uvicorn, $HOST and $PORT win over the arguments
-    server = http.server.ThreadingHTTPServer(
-        (os.getenv("HOST", args.host), int(os.getenv("PORT", args.port))), Handler)
-except OSError as exc:
-    print(f"ERROR: [Errno {exc.errno}] error while attempting to bind on address: {exc.strerror.lower()}",
-          flush=True)
-    sys.exit(1)
-server.serve_forever()
-'''
 
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     """An isolated cache dir, a fake model file and the fake server; yields the cache dir."""
-    pkg = tmp_path / "fakepkgs" / "llama_cpp"
-    (pkg / "server").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "server" / "__init__.py").write_text("")
-    (pkg / "server" / "__main__.py").write_text(FAKE_SERVER)
-    path_entries = [str(tmp_path / "fakepkgs"), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path_entries if p))
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("SIGFORM_CACHE_DIR", str(cache))
-    model = tmp_path / "model.gguf"
-    model.write_bytes(b"GGUF fake")
-    monkeypatch.setattr(_shared, "require_local_extra", lambda: None)
-    monkeypatch.setattr(_shared, "ensure_model", lambda: model)
-    monkeypatch.setattr(_shared, "default_model_path", lambda: model)
-    monkeypatch.setattr(_shared, "_current", None)
-    monkeypatch.setattr(_shared, "_restarts", 0)
-    monkeypatch.setattr(_shared, "_owned", [])
+    cache = install_fake(monkeypatch, tmp_path)
     try:
         yield cache
     finally:
@@ -315,7 +260,7 @@ def test_crash_at_start_quotes_the_log(fake: Path, monkeypatch: pytest.MonkeyPat
     with pytest.raises(LocalModelError) as info:
         _shared.ensure_server()
     message = str(info.value)
-    assert "failed to start" in message and "exited with code 3" in message
+    assert "failed to start" in message and "ended during start-up (exit code 3)" in message
     assert "fake crash: bad model file" in message
     assert str(fake / "local-server.log") in message
     assert read_state() is None and _shared.current_server() is None

@@ -20,7 +20,7 @@ from sigform.lm.interface import Completion, Usage
 from sigform.lm.request import Request
 from sigform.lm.response import parse_choices, parse_usage
 from sigform.lm.retry import RetryPolicy
-from sigform.lm.routing import Route, rebased
+from sigform.lm.routing import Route, explained, rebased
 
 __all__ = ["acomplete_n", "atop_up", "complete_n", "top_up"]
 
@@ -50,7 +50,7 @@ def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str) -
         req = rebased(route, req)
     # raised outside the except block: the original exception (which may quote a secret) is
     # neither the cause nor the context of the error users see
-    raise err
+    raise explained(route, err)
 
 
 async def _attempt_async(route: Route, req: Request, policy: RetryPolicy, label: str) -> Any:
@@ -67,7 +67,7 @@ async def _attempt_async(route: Route, req: Request, policy: RetryPolicy, label:
         await asyncio.sleep(policy.delay(err, attempt))
         attempt += 1
         req = rebased(route, req)
-    raise err  # outside the except block, as above
+    raise explained(route, err)  # outside the except block, as above
 
 
 def _parse(route: Route, result: tuple[dict[str, Any], float | None]) -> tuple[list[Completion], Usage]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sigform.errors import LMError, ProviderError
 from sigform.lm.params import ParamSpec, build_schema
 from sigform.lm.request import Request
 
@@ -24,6 +25,7 @@ __all__ = [
     "LOCAL_MODEL",
     "Route",
     "current",
+    "explained",
     "fast_path_eligible",
     "rebased",
     "resolve_route",
@@ -51,6 +53,8 @@ class Route:
     # for an endpoint that can move (the local server, replaced when it dies): the current
     # api_base, checked before every request and retry
     refresh: Callable[[], str] | None = None
+    # for an endpoint that can die (the local server): the reason behind a failed request, if known
+    diagnose: Callable[[], LMError | None] | None = None
 
     @property
     def fast(self) -> bool:
@@ -72,6 +76,14 @@ def rebased(route: Route, req: Request) -> Request:
         return req
     base = route.refresh()
     return req if base == req.api_base else replace(req, api_base=base)
+
+
+def explained(route: Route, err: LMError) -> LMError:
+    """``err``, or the endpoint's own account of it once retries are spent (a connection error
+    from a local server that crashed becomes the crash: signal, exit code, log)."""
+    if route.diagnose is None or not isinstance(err, ProviderError):
+        return err
+    return route.diagnose() or err
 
 
 def _prefix(model: str) -> str:
@@ -112,12 +124,14 @@ def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> R
     provider = "local" if model == "local" else None
     send_model = model
     refresh: Callable[[], str] | None = None
+    diagnose: Callable[[], LMError | None] | None = None
     if model == "local":
         import sigform.local  # the local-model helper's module; imported only when asked for
 
         # cheap while the server runs; a dead server is replaced (on another port)
         refresh = sigform.local.ensure_server
         api_base = refresh()
+        diagnose = sigform.local.death_report
         send_model = getattr(sigform.local, "LITELLM_MODEL", LOCAL_MODEL)
     use_fast = fast_path if fast_path is not None else fast_path_eligible(model, api_base)
     if use_fast:
@@ -145,6 +159,7 @@ def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> R
             build_schema(model, None),
             supports_n=True,
             refresh=refresh,
+            diagnose=diagnose,
         )
 
     from sigform.lm import litellm_backend as lb
@@ -161,4 +176,5 @@ def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> R
         supports_n=supported is None or "n" in supported,
         openai_reasoning=reasoning,
         refresh=refresh,
+        diagnose=diagnose,
     )

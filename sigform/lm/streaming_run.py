@@ -23,7 +23,7 @@ from sigform.errors import ProviderError
 from sigform.lm import calls
 from sigform.lm.errors_map import map_exception
 from sigform.lm.interface import Completion
-from sigform.lm.routing import rebased
+from sigform.lm.routing import explained, rebased
 from sigform.lm.streaming import StreamDelta
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def run_stream(lm: LM, messages: Any, kwargs: dict[str, Any]) -> Iterator[Stream
                 if err is exc:
                     raise
                 if yielded or not prep.policy.should_retry(err, attempt):
-                    failure = err
+                    failure = explained(prep.route, err)
                     break
             time.sleep(prep.policy.delay(err, attempt))
             attempt += 1
@@ -154,7 +154,7 @@ def arun_stream(
                 if err is exc:
                     raise
                 if yielded or not prep.policy.should_retry(err, attempt):
-                    failure = err
+                    failure = explained(prep.route, err)
                     break
             await asyncio.sleep(prep.policy.delay(err, attempt))
             attempt += 1

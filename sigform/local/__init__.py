@@ -10,11 +10,16 @@ litellm as an OpenAI-compatible provider. This package manages the server behind
 * The server is shared across processes through ``<cache>/local-server.json`` (cache dir:
   the ``cache_dir`` setting, else ``$SIGFORM_CACHE_DIR``, else ``~/.cache/sigform``); a recorded
   server is reused only after checking that its pid is alive and its port answers with our alias.
+* The settings suit the machine's CPU: a child process checks once per machine and llama.cpp
+  build whether the default (fastest) path works, and servers use ``use_extra_bufts=False``
+  where it crashes (``_cpu_check``; cached in ``<cache>/cpu-check.json``).
 * The process that started a server owns it: it stops it at exit, and the server also exits by
   itself if its owner is killed. Processes that reused it never stop it; if it disappears, their
   next :func:`ensure_server` starts their own. A server that dies under its owner is restarted
-  (with a warning) up to ``MAX_RESTARTS`` times, then :class:`~sigform.errors.LocalModelError`
-  quotes its log. Server output goes to ``<cache>/local-server.log``, never to the terminal.
+  once (``MAX_RESTARTS``) with the safe CPU settings, with a warning; a second death raises
+  :class:`~sigform.errors.LocalModelError` naming the signal, the exit code and the log, and
+  quoting the crash report. Server output goes to ``<cache>/local-server.log``, never to the
+  terminal.
 * :func:`serve` starts a dedicated, unshared server for explicit control (context manager).
 
 The server runs with ``--logits_all False`` (a third of the memory, faster prompts), so it
@@ -32,7 +37,14 @@ from typing import Any
 from sigform.local._model import ensure_model
 from sigform.local._process import DEFAULT_ALIAS, LocalServer
 from sigform.local._requirements import INSTALL_HINT, require_local_extra
-from sigform.local._shared import MAX_RESTARTS, current_server, ensure_server, serve, stop_server
+from sigform.local._shared import (
+    MAX_RESTARTS,
+    current_server,
+    death_report,
+    ensure_server,
+    serve,
+    stop_server,
+)
 from sigform.local._state import cache_dir
 
 __all__ = [
@@ -43,6 +55,7 @@ __all__ = [
     "LocalServer",
     "cache_dir",
     "current_server",
+    "death_report",
     "ensure_model",
     "ensure_server",
     "litellm_params",

@@ -23,10 +23,13 @@ from types import TracebackType
 from typing import Any
 
 from sigform.errors import LocalModelError
-from sigform.local._launcher import PARENT_ENV
+from sigform.local._launcher import PARENT_ENV, SAFE_CPU_FLAG
 from sigform.local._state import ServerState, pid_alive
 
-__all__ = ["DEFAULT_ALIAS", "LocalServer", "free_port", "probe", "start_server"]
+__all__ = [
+    "DEFAULT_ALIAS", "LocalServer", "crash_excerpt", "default_threads", "describe_exit", "free_port", "probe",
+    "start_server",
+]
 
 log = logging.getLogger("sigform.local")
 
@@ -34,6 +37,12 @@ DEFAULT_ALIAS = "gemma-3-270m"
 _BIND_ERRORS = ("address already in use", "error while attempting to bind", "errno 98", "errno 48")
 _BIND_RETRIES = 3
 _OVERRIDING_ENV = frozenset({"HOST", "PORT", "CONFIG_FILE"})
+
+
+def default_threads() -> int:
+    """Threads a server uses unless told otherwise: the cores, at most 4 (more do not help a
+    270M model and starve the caller)."""
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -60,6 +69,19 @@ def probe(host: str, port: int, alias: str, timeout: float = 2.0) -> bool:
     return isinstance(data, list) and any(isinstance(m, dict) and m.get("id") == alias for m in data)
 
 
+def describe_exit(code: int | None) -> str:
+    """A process exit status in words: ``signal SIGSEGV (11), exit code -11`` or ``exit code 3``."""
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown signal"
+        return f"signal {name} ({-code}), exit code {code}"
+    return f"exit code {code}"
+
+
 def read_log_tail(path: Path, lines: int = 20) -> str:
     """The last ``lines`` lines of the log at ``path`` ('' if it cannot be read)."""
     try:
@@ -70,6 +92,21 @@ def read_log_tail(path: Path, lines: int = 20) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+def crash_excerpt(path: Path, lines: int = 24) -> str:
+    """The part of a log worth quoting after a crash: Python's fatal-error line and the stack of
+    the thread that faulted (written by the launcher's faulthandler) if the log has them, else the
+    last ``lines`` lines."""
+    text = read_log_tail(path, lines=400)
+    start = text.rfind("Fatal Python error")
+    if start < 0:
+        return "\n".join(text.splitlines()[-lines:])
+    report = text[start:].splitlines()
+    current = next((i for i, line in enumerate(report) if line.startswith("Current thread")), None)
+    if current is None:
+        return "\n".join(report[:lines])
+    return "\n".join([report[0], *report[current:current + lines - 1]])
 
 
 class LocalServer:
@@ -93,6 +130,7 @@ class LocalServer:
         started_at: float,
         process: subprocess.Popen[bytes] | None = None,
         owner_pid: int | None = None,
+        safe_cpu: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -103,6 +141,7 @@ class LocalServer:
         self.started_at = started_at
         self._process = process
         self.owner_pid = owner_pid if owner_pid is not None else os.getpid()
+        self.safe_cpu = safe_cpu  # started with use_extra_bufts=False (see _cpu_check)
         self._stopped = False
 
     @classmethod
@@ -163,6 +202,15 @@ class LocalServer:
         """The last ``lines`` lines of the server log."""
         return read_log_tail(self.log_path, lines)
 
+    def wait_exit(self, timeout: float) -> int | None:
+        """For an owned server: wait up to ``timeout`` s for it to exit; its exit code, or None."""
+        if not self.owned or self._process is None:
+            return None
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server if this process owns it (SIGTERM, then SIGKILL after ``timeout``);
         for a server owned by another process, only forget it."""
@@ -212,7 +260,7 @@ def _terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
 
 def _command(
     *, model_path: Path, host: str, port: int, alias: str, n_ctx: int, n_threads: int, n_batch: int,
-    chat_format: str, extra_args: tuple[str, ...],
+    chat_format: str, safe_cpu: bool, extra_args: tuple[str, ...],
 ) -> list[str]:
     return [
         sys.executable, str(Path(__file__).with_name("_launcher.py")),
@@ -228,6 +276,7 @@ def _command(
         # the server defaults to logits for every prompt token (only needed for logprobs): 3x the
         # memory (1.5 GB vs 0.5 GB resident) and ~2.5x slower prompt processing in our measurements
         "--logits_all", "False",
+        *([SAFE_CPU_FLAG] if safe_cpu else []),
         *extra_args,
     ]
 
@@ -261,7 +310,7 @@ def _wait_healthy(server: LocalServer, proc: subprocess.Popen[bytes], timeout: f
     while True:
         code = proc.poll()
         if code is not None:
-            return f"the server process exited with code {code} during start-up"
+            return f"the server process ended during start-up ({describe_exit(code)})"
         if probe(server.host, server.port, server.alias, timeout=2.0):
             return None
         if time.monotonic() >= deadline:
@@ -283,27 +332,29 @@ def start_server(
     n_batch: int = 512,
     chat_format: str = "gemma",
     startup_timeout: float = 120.0,
+    safe_cpu: bool = False,
     extra_args: tuple[str, ...] = (),
 ) -> LocalServer:
     """Start a server child process and return it once ``/v1/models`` answers with ``alias``.
 
+    ``safe_cpu`` loads the model with ``use_extra_bufts=False`` (see ``_cpu_check``).
     With ``port=None`` a free port is chosen (and another one tried if it was taken in between).
     Raises :class:`LocalModelError` quoting the end of the server log if it fails to start.
     """
-    threads = n_threads or max(1, min(4, os.cpu_count() or 1))
+    threads = n_threads or default_threads()
     attempts = 1 if port is not None else _BIND_RETRIES
     for attempt in range(1, attempts + 1):
         chosen = port if port is not None else free_port(host)
         path = log_path or log_dir / f"local-server-{chosen}.log"
         cmd = _command(
             model_path=model_path, host=host, port=chosen, alias=alias, n_ctx=n_ctx, n_threads=threads,
-            n_batch=n_batch, chat_format=chat_format, extra_args=extra_args,
+            n_batch=n_batch, chat_format=chat_format, safe_cpu=safe_cpu, extra_args=extra_args,
         )
         started = time.time()
         proc = _spawn(cmd, path)
         server = LocalServer(
             host=host, port=chosen, pid=proc.pid, model_path=model_path, alias=alias, log_path=path,
-            started_at=started, process=proc,
+            started_at=started, process=proc, safe_cpu=safe_cpu,
         )
         try:
             problem = _wait_healthy(server, proc, startup_timeout)

@@ -10,8 +10,12 @@ Policy (documented in the package docstring):
 * The process that started a server owns it and stops it at exit (``atexit``; and the child's
   watchdog stops it if the owner is killed). Processes that merely reused it never stop it.
   When a reused server disappears (its owner exited), the next :func:`ensure_server` starts a
-  server of its own. When our own server dies, it is restarted with a warning, at most
-  ``MAX_RESTARTS`` times per process; after that :class:`LocalModelError` quotes the log.
+  server of its own.
+* A server starts with the settings this machine's CPU check chose (``_cpu_check``: the fast
+  path unless it crashed in a test run). When our own server dies, it is restarted once
+  (``MAX_RESTARTS``) with the safe settings, with a warning; a crash signal of a fast-settings
+  server is also recorded so that later processes start safe. A second death raises
+  :class:`LocalModelError` naming the signal, the exit code and the log, and quoting its end.
 """
 
 from __future__ import annotations
@@ -23,8 +27,17 @@ import threading
 from pathlib import Path
 
 from sigform.errors import LocalModelError
+from sigform.local._cpu_check import CRASH_SIGNALS, record_safe, use_safe_cpu
 from sigform.local._model import default_model_path, ensure_model
-from sigform.local._process import DEFAULT_ALIAS, LocalServer, probe, start_server
+from sigform.local._process import (
+    DEFAULT_ALIAS,
+    LocalServer,
+    crash_excerpt,
+    default_threads,
+    describe_exit,
+    probe,
+    start_server,
+)
 from sigform.local._requirements import require_local_extra
 from sigform.local._state import (
     ServerState,
@@ -36,17 +49,18 @@ from sigform.local._state import (
     write_state,
 )
 
-__all__ = ["MAX_RESTARTS", "current_server", "ensure_server", "serve", "stop_server"]
+__all__ = ["MAX_RESTARTS", "current_server", "death_report", "ensure_server", "serve", "stop_server"]
 
 log = logging.getLogger("sigform.local")
 
-MAX_RESTARTS = 3
+MAX_RESTARTS = 1
 SHARED_LOG = "local-server.log"
 
 _lock = threading.RLock()
 _current: LocalServer | None = None
 _owned: list[LocalServer] = []  # every server this process started: stopped at exit
 _restarts = 0
+_force_safe = False  # our server died: its replacement uses the safe CPU settings
 _atexit_registered = False
 
 
@@ -86,11 +100,12 @@ def _clear_record(pid: int, lock_timeout: float) -> None:
 
 def _forget_after_fork() -> None:
     # A forked child does not own its parent's servers; it may adopt them via the state file.
-    global _lock, _current, _restarts
+    global _lock, _current, _restarts, _force_safe
     _lock = threading.RLock()
     _current = None
     _owned.clear()
     _restarts = 0
+    _force_safe = False
 
 
 if hasattr(os, "register_at_fork"):
@@ -125,24 +140,62 @@ def ensure_server(*, startup_timeout: float = 120.0) -> str:
         return _current.api_base
 
 
+def _death_message(server: LocalServer, what_next: str) -> str:
+    settings = "safe CPU settings" if server.safe_cpu else "default settings"
+    excerpt = crash_excerpt(server.log_path)
+    lines = "\n".join("    " + line for line in excerpt.splitlines()) or "    (empty log)"
+    return (
+        f"the local model server (pid {server.pid}, port {server.port}, {settings}) died: "
+        f"{describe_exit(server.returncode)}. {what_next}\n  log: {server.log_path}\n"
+        f"  last log lines:\n{lines}"
+    )
+
+
 def _note_death(server: LocalServer) -> None:
-    global _restarts
+    global _restarts, _force_safe
     if not server.owned:
         log.info("the shared local model server (pid %d, port %d) is gone; starting one for this process",
                  server.pid, server.port)
         return
     code = server.returncode
+    how = describe_exit(code)
+    if not server.safe_cpu and code is not None and -code in CRASH_SIGNALS:
+        record_safe(cache_dir(), f"a local model server with the default CPU path died ({how})")
     _restarts += 1
-    tail = server.log_tail()
     if _restarts > MAX_RESTARTS:
-        raise LocalModelError(
-            f"the local model server (pid {server.pid}, port {server.port}) died (exit code {code}) and "
-            f"has already been restarted {MAX_RESTARTS} times; giving up.\n  log: {server.log_path}\n"
-            f"  last log lines:\n" + "\n".join("    " + line for line in tail.splitlines()),
-            model="local",
-        )
-    log.warning("the local model server (pid %d, port %d) died (exit code %s); restarting it. Log: %s",
-                server.pid, server.port, code, server.log_path)
+        raise LocalModelError(_death_message(server, (
+            f"It had already been restarted {MAX_RESTARTS} time(s) with the safe CPU settings; giving up "
+            "(a new process, or sigform.local.stop_server(), tries again)."
+        )), model="local")
+    _force_safe = True
+    kept = _keep_log(server.log_path)
+    log.warning("the local model server (pid %d, port %d) died (%s); restarting it with the safe CPU "
+                "settings. Its log: %s", server.pid, server.port, how, kept)
+
+
+def _keep_log(path: Path) -> Path:
+    """Move a dead server's log aside (``<name>.previous.log``) so its replacement, which writes the
+    same file, does not erase the crash report; returns where it is now."""
+    kept = path.with_name(f"{path.stem}.previous{path.suffix}")
+    try:
+        os.replace(path, kept)
+    except OSError:
+        return path
+    return kept
+
+
+def death_report() -> LocalModelError | None:
+    """Why requests to the shared server fail, when the reason is that our server died (for the
+    error a caller sees once its retries are spent; nothing is restarted here)."""
+    server = _current
+    # a crashing server may still be writing its fatal-error report when the connection drops
+    if server is None or not server.owned or server.wait_exit(timeout=3.0) is None:
+        return None
+    if _restarts >= MAX_RESTARTS:
+        what_next = "It had already been restarted with the safe CPU settings; the next call gives up."
+    else:
+        what_next = "The next call restarts it with the safe CPU settings."
+    return LocalModelError(_death_message(server, what_next), model="local")
 
 
 def _acquire(startup_timeout: float) -> LocalServer:
@@ -166,9 +219,11 @@ def _acquire(startup_timeout: float) -> LocalServer:
             log.info("reusing local model server pid %d at %s", reused.pid, reused.api_base)
             return reused
         clear_state()
+        model = ensure_model()
         server = start_server(
-            model_path=ensure_model(), log_path=directory / SHARED_LOG, log_dir=directory,
+            model_path=model, log_path=directory / SHARED_LOG, log_dir=directory,
             alias=DEFAULT_ALIAS, startup_timeout=startup_timeout,
+            safe_cpu=_force_safe or use_safe_cpu(model, default_threads(), directory).safe,
         )
         _track(server)
         write_state(server.to_state())
@@ -190,10 +245,11 @@ def stop_server() -> None:
     """Stop the shared server if this process started it (other processes using it will start
     their own on their next call); if another process owns it, only stop using it. Also renews
     the restart budget after :func:`ensure_server` gave up on a crashing server."""
-    global _current, _restarts
+    global _current, _restarts, _force_safe
     with _lock:
         server, _current = _current, None
         _restarts = 0  # an explicit stop is a fresh start: the restart budget is renewed
+        _force_safe = False
         if server is None:
             return
         if server.owned:
@@ -216,6 +272,7 @@ def serve(
     chat_format: str = "gemma",
     log_path: str | Path | None = None,
     startup_timeout: float = 120.0,
+    safe_cpu: bool | None = None,
     extra_args: tuple[str, ...] = (),
 ) -> LocalServer:
     """Start a dedicated local model server and return it once it answers.
@@ -224,16 +281,19 @@ def serve(
     the state file). Stop it with ``.stop()`` or use it as a context manager; it is also stopped
     when this process exits. ``model_path`` defaults to the packaged Gemma 3 270M (assembled and
     verified on first use); ``log_path`` defaults to ``<cache>/local-server-<port>.log``.
-    ``extra_args`` are passed on to ``llama_cpp.server``.
+    ``safe_cpu`` picks the CPU settings (True: ``use_extra_bufts=False``); by default the machine's
+    CPU check decides (see ``sigform.local``). ``extra_args`` are passed on to ``llama_cpp.server``.
     """
     require_local_extra()
     path = Path(model_path) if model_path is not None else ensure_model()
     if not path.is_file():
         raise LocalModelError(f"model file not found: {path}", model="local")
+    if safe_cpu is None:
+        safe_cpu = use_safe_cpu(path, n_threads or default_threads(), cache_dir()).safe
     server = start_server(
         model_path=path, log_path=Path(log_path) if log_path is not None else None, log_dir=cache_dir(),
         port=port, alias=alias, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, chat_format=chat_format,
-        startup_timeout=startup_timeout, extra_args=tuple(extra_args),
+        startup_timeout=startup_timeout, safe_cpu=safe_cpu, extra_args=tuple(extra_args),
     )
     _track(server)
     return server
