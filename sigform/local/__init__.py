@@ -8,8 +8,10 @@ litellm as an OpenAI-compatible provider. This package manages the server behind
   then ``llama_cpp.server`` starts as a child process on a free port (``--chat_format gemma``,
   ``--model_alias gemma-3-270m``), and we wait until ``/v1/models`` answers.
 * The server is shared across processes through ``<cache>/local-server.json`` (cache dir:
-  the ``cache_dir`` setting, else ``$SIGFORM_CACHE_DIR``, else ``~/.cache/sigform``); a recorded
-  server is reused only after checking that its pid is alive and its port answers with our alias.
+  the ``cache_dir`` setting, else ``$SIGFORM_CACHE_DIR``, else ``~/.cache/sigform``). The file is
+  untrusted: a recorded server is reused only if its pid is sigform's launcher for the same model,
+  runs as our user and holds the recorded port's listening socket (``_ownership``; Linux only,
+  elsewhere nothing is reused), and the port answers with our alias.
 * The settings suit the machine's CPU: a child process checks once per machine and llama.cpp
   build whether the default (fastest) path works, and servers use ``use_extra_bufts=False``
   where it crashes (``_cpu_check``; cached in ``<cache>/cpu-check.json``).

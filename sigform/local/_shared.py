@@ -29,6 +29,7 @@ from pathlib import Path
 from sigform.errors import LocalModelError
 from sigform.local._cpu_check import CRASH_SIGNALS, record_safe, use_safe_cpu
 from sigform.local._model import default_model_path, ensure_model
+from sigform.local._ownership import ownership_problem
 from sigform.local._process import (
     DEFAULT_ALIAS,
     LocalServer,
@@ -233,10 +234,17 @@ def _acquire(startup_timeout: float) -> LocalServer:
 
 
 def _reusable(state: ServerState | None) -> LocalServer | None:
-    """A handle on the recorded server if it is ours to reuse: same model, pid alive, port answering."""
+    """A handle on the recorded server if it is ours to reuse: same model, pid alive, the pid is our
+    launcher and holds the port's listening socket (see ``_ownership``), port answering."""
     if state is None or state.alias != DEFAULT_ALIAS or state.model_path != str(default_model_path()):
         return None
-    if not pid_alive(state.pid) or not probe(state.host, state.port, state.alias):
+    if not pid_alive(state.pid):
+        return None
+    problem = ownership_problem(state.pid, state.port, state.model_path)
+    if problem is not None:  # the state file is untrusted: never send prompts to someone else's port
+        log.warning("not using the local server recorded in %s: %s", state_path(), problem)
+        return None
+    if not probe(state.host, state.port, state.alias):
         return None
     return LocalServer.from_state(state)
 
