@@ -177,3 +177,8 @@ def test_without_retries_the_crash_is_still_reported_as_such(
         lm("hello")
     assert isinstance(info.value, LocalModelError), info.value
     assert "SIGSEGV" in str(info.value)
+
+
+def test_a_live_server_that_answered_with_an_error_is_not_reported_as_dead(fake: Path) -> None:
+    _shared.ensure_server()
+    assert _shared.death_report() is None  # its own error (say, an HTTP 500) reaches the caller as is

@@ -27,8 +27,8 @@ from sigform.local._launcher import PARENT_ENV, SAFE_CPU_FLAG
 from sigform.local._state import ServerState, pid_alive
 
 __all__ = [
-    "DEFAULT_ALIAS", "LocalServer", "crash_excerpt", "default_threads", "describe_exit", "free_port", "probe",
-    "start_server",
+    "DEFAULT_ALIAS", "LocalServer", "crash_excerpt", "default_threads", "describe_exit", "free_port",
+    "port_open", "probe", "start_server",
 ]
 
 log = logging.getLogger("sigform.local")
@@ -50,6 +50,15 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
+    """True if something accepts TCP connections on ``host:port``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 def probe(host: str, port: int, alias: str, timeout: float = 2.0) -> bool:

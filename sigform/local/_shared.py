@@ -36,6 +36,7 @@ from sigform.local._process import (
     crash_excerpt,
     default_threads,
     describe_exit,
+    port_open,
     probe,
     start_server,
 )
@@ -189,8 +190,13 @@ def death_report() -> LocalModelError | None:
     """Why requests to the shared server fail, when the reason is that our server died (for the
     error a caller sees once its retries are spent; nothing is restarted here)."""
     server = _current
-    # a crashing server may still be writing its fatal-error report when the connection drops
-    if server is None or not server.owned or server.wait_exit(timeout=3.0) is None:
+    if server is None or not server.owned:
+        return None
+    # alive and listening a moment after the failure: it answered with an error of its own
+    if server.wait_exit(timeout=0.2) is None and port_open(server.host, server.port):
+        return None
+    # a crashing server has closed its socket but may still be writing its fatal-error report
+    if server.wait_exit(timeout=3.0) is None:
         return None
     if _restarts >= MAX_RESTARTS:
         what_next = "It had already been restarted with the safe CPU settings; the next call gives up."
