@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +37,9 @@ def test_notebook_runs(path: Path, kernel: str, tmp_path: Path, monkeypatch: pyt
     from nbclient import NotebookClient
 
     monkeypatch.setenv("SIGFORM_CACHE_DIR", str(tmp_path / "cache"))
+    # the kernel imports this checkout's sigform, not whichever copy pip installed
+    paths = (str(REPO), os.environ.get("PYTHONPATH"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
         notebook, kernel_name=kernel, timeout=300, resources={"metadata": {"path": str(tmp_path)}}
