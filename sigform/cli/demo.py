@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import datetime
 import json
+import sys
 import time
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
 import sigform as sf
+from sigform.predict.runstate import track_usage
 
-__all__ = ["DemoReport", "ExtractExpense", "build_program", "evaluate", "load_examples", "run_demo", "score"]
+__all__ = [
+    "DemoReport", "ExtractExpense", "build_program", "error_kind", "evaluate", "load_examples", "run_demo",
+    "score",
+]
 
 Category = Literal["meals", "travel", "office", "software"]
 OUTPUTS = ("payee", "amount_usd", "date", "category")
+ERROR_KINDS = ("infrastructure", "parse", "value", "other")
+_MAX_ERROR_CHARS = 3000  # a crash report quotes ~25 log lines; keep a runaway message bounded
 
 
 class ExtractExpense(sf.Signature):
@@ -66,6 +73,19 @@ def score(prediction: Any, label: sf.Example) -> Scored:
             ok = got == want
         matches[field] = ok
     return Scored(matches)
+
+
+def error_kind(error: BaseException) -> str:
+    """Why an example failed: ``infrastructure`` (the model could not be reached or run: server
+    crash, missing extra, provider error), ``parse`` (the answer's format was not followed),
+    ``value`` (a field's value did not validate), or ``other``."""
+    if isinstance(error, sf.LMError):
+        return "infrastructure"
+    if isinstance(error, sf.FieldValueError):
+        return "value"
+    if isinstance(error, sf.ParseError):
+        return "parse"
+    return "other"
 
 
 def _adapter(name: str) -> sf.Adapter:
@@ -118,7 +138,27 @@ class DemoReport:
 
     @property
     def parse_failure_rate(self) -> float:
-        return len(self.failures) / max(len(self.examples), 1)
+        """Share of examples whose answer could not be read (format or values): not counting
+        examples the model could not answer at all."""
+        bad = sum(error_kind(f.error) in ("parse", "value") for f in self.failures.values())
+        return bad / max(len(self.examples), 1)
+
+    def errors_by_kind(self) -> dict[str, int]:
+        """Failed examples per :func:`error_kind` (kinds with no failure are left out)."""
+        counts = dict.fromkeys(ERROR_KINDS, 0)
+        for failure in self.failures.values():
+            counts[error_kind(failure.error)] += 1
+        return {kind: n for kind, n in counts.items() if n}
+
+    @property
+    def first_failure(self) -> Any:
+        """The failure of the lowest-numbered example, or None."""
+        return self.failures[min(self.failures)] if self.failures else None
+
+    @property
+    def answered(self) -> int:
+        """Examples the program returned values for (right or wrong)."""
+        return len(self.examples) - len(self.failures)
 
 
 def build_program(adapter: str = "chat", lm: Any = None) -> sf.Predict:
@@ -135,14 +175,17 @@ def evaluate(
     limit: int | None = None,
     threads: int = 1,
     progress: bool | None = None,
+    lm: Any = None,
 ) -> DemoReport:
-    """Run the demo program over the bundled labelled set and score it."""
+    """Run the demo program over the bundled labelled set and score it. ``lm`` replaces the LM
+    built from ``model`` (e.g. a ScriptedLM in tests)."""
     data = load_examples("demo_data.jsonl")[:limit]
-    lm = sf.LM(model, temperature=0, max_tokens=120, cache=False)
+    if lm is None:
+        lm = sf.LM(model, temperature=0, max_tokens=120, cache=False)
     program = build_program(adapter, lm)
-    before = lm.usage.completion_tokens
     started = time.perf_counter()
-    results, failures = program.batch(data, num_threads=threads, return_failures=True, progress=progress)
+    with track_usage() as usage:  # the same per-request counts the progress bar adds up
+        results, failures = program.batch(data, num_threads=threads, return_failures=True, progress=progress)
     seconds = time.perf_counter() - started
     return DemoReport(
         adapter=adapter,
@@ -151,7 +194,7 @@ def evaluate(
         predictions=list(results),
         failures={f.index: f for f in failures},
         seconds=seconds,
-        completion_tokens=lm.usage.completion_tokens - before,
+        completion_tokens=usage.usage.completion_tokens,
     )
 
 
@@ -189,7 +232,7 @@ def run_demo(
     ):
         if pred is None:
             failure = report.failures.get(index)
-            reason = type(failure.error).__name__ if failure else "failed"
+            reason = f"{type(failure.error).__name__} ({error_kind(failure.error)})" if failure else "failed"
             table.add_row(escape(label["text"]), *(["-"] * len(OUTPUTS)), f"[red]{reason}[/]")
             continue
         # model output and notes are text, never markup
@@ -197,15 +240,46 @@ def run_demo(
         table.add_row(escape(label["text"]), *cells, "[green]yes[/]" if scored.exact else "[red]no[/]")
     console.print(table)
 
+    _print_summary(console, report)
+    if report.answered == 0 and report.examples:
+        print(f"sigform demo: no example could be answered: {_reason(report)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _first_line(error: BaseException) -> str:
+    return next((line for line in str(error).splitlines() if line.strip()), "").strip()
+
+
+def _reason(report: DemoReport) -> str:
+    """One line saying why the examples failed: the kinds, and the first error."""
+    kinds = ", ".join(f"{n} {kind}" for kind, n in report.errors_by_kind().items())
+    first = report.first_failure.error
+    return f"{len(report.failures)} failed ({kinds}); first: {type(first).__name__}: {_first_line(first)}"
+
+
+def _print_summary(console: Any, report: DemoReport) -> None:
+    from rich.markup import escape
+
     n = max(len(report.examples), 1)
     fields = ", ".join(f"{f} {report.field_accuracy(f):.0%}" for f in OUTPUTS)
     console.print(
         f"exact records: [bold]{report.exact}/{len(report.examples)}[/] ({report.exact / n:.0%}); "
         f"field accuracy {report.accuracy:.0%} ({fields})"
     )
+    kinds = ", ".join(f"{kind} {count}" for kind, count in report.errors_by_kind().items())
     console.print(
-        f"parse failures: {len(report.failures)}; generated tokens: {report.completion_tokens} "
-        f"({report.completion_tokens / n:.1f} per example); "
+        f"failed examples: {len(report.failures)}{f' ({kinds})' if kinds else ''}; "
+        f"generated tokens: {report.completion_tokens} ({report.completion_tokens / n:.1f} per example); "
         f"time: {report.seconds:.1f} s ({report.seconds / n:.2f} s per example)"
     )
-    return 0
+    first = report.first_failure
+    if first is not None:  # the message, not only the class name: what to fix is in it
+        message = str(first.error)
+        if len(message) > _MAX_ERROR_CHARS:
+            message = message[:_MAX_ERROR_CHARS] + " ..."
+        console.print(
+            f"[bold red]first error[/] (example #{first.index + 1}, {error_kind(first.error)}): "
+            f"{type(first.error).__name__}: {escape(message)}",
+            highlight=False,
+        )

@@ -124,7 +124,7 @@ class _Collector:
             failure = Failure(index, self.items[index][0], outcome.error)
             self.failures.append(failure)
             logger.warning("batch example %s", failure, exc_info=outcome.error)
-        self.bar.advance(ok=ok, tokens=outcome.usage.total_tokens)
+        self.bar.advance(ok=ok, tokens=outcome.usage.completion_tokens)
         return self.max_errors is not None and len(self.failures) > self.max_errors
 
     def abort(self) -> BatchError:

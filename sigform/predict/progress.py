@@ -1,4 +1,5 @@
-"""The batch progress bar: done/failed counts and tokens, shown only where a person watches.
+"""The batch progress bar: done/failed counts and generated (completion) tokens, shown only where
+a person watches.
 
 Shown by default in a terminal (stderr is a TTY) or a notebook (with ipywidgets, which rich
 needs to redraw it there); hidden when the ``CI`` environment variable is set or output goes to
@@ -64,7 +65,7 @@ class BatchProgress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("[red]{task.fields[failed]} failed"),
-                TextColumn("{task.fields[tokens]:,} tokens"),
+                TextColumn("{task.fields[tokens]:,} generated tokens"),
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
                 console=Console(stderr=not _in_notebook()),
