@@ -11,6 +11,9 @@ are the server's reported ``completion_tokens`` summed over every call each LM m
 and fallbacks included), divided by the number of examples. An example is accurate when all
 four fields are right (payee and date after stripping, case-insensitive payee; amount within
 half a cent; category exact). A parse failure is an example that raised instead of returning values.
+
+It also reports the server's tokens/s with llama.cpp's default CPU path and with the safe
+settings that ``sigform.local`` picks where the default path crashes (``benchmarks.local_speed``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from benchmarks import local_speed
 from benchmarks.common import ROOT, Row, Section, run_dspy
 
 DATA = ROOT / "sigform" / "cli"
@@ -138,5 +142,25 @@ def run(with_dspy: bool = True) -> Section:
         theirs["seconds"] / n if theirs else None,
         (theirs["seconds"] / ours["seconds"]) if theirs else None,
     ))
-    section.details = {"sigform": ours, "dspy": theirs, "max_tokens": MAX_TOKENS, "model": model}
+    speed = local_speed.run()
+    section.rows.extend(speed_rows(speed))
+    section.details = {
+        "sigform": ours, "dspy": theirs, "max_tokens": MAX_TOKENS, "model": model,
+        "cpu_settings_speed": speed,
+    }
     return section
+
+
+def speed_rows(speed: dict[str, dict[str, Any]]) -> list[Row]:
+    """Tokens/s rows for the default and the safe CPU settings (a crashed setting has a note)."""
+    rows = []
+    for key, label in (("prompt_tokens_per_s", "prompt"), ("generated_tokens_per_s", "generated")):
+        default, safe = speed["default"].get(key), speed["safe"].get(key)
+        for setting, value in (("default CPU path", default), ("safe CPU settings", safe)):
+            rows.append(Row(
+                "8 local model", f"{label} tokens/s, {setting}", "tokens/s", value, None,
+                (safe / default) if (setting == "safe CPU settings" and safe and default) else None,
+                ratio_desc="safe / default" if setting == "safe CPU settings" else "",
+                note=speed["default" if setting == "default CPU path" else "safe"].get("error", ""),
+            ))
+    return rows
