@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sigform.predict.predict import Predict, ensure_signature
+from sigform.predict.predict import Predict, SignatureLike, ensure_signature
 from sigform.settings import get_setting
 from sigform.signatures import OutputField, Signature
 
@@ -37,7 +37,7 @@ class ChainOfThought(Predict):
 
     def __init__(
         self,
-        signature: Any,
+        signature: SignatureLike,
         *,
         native_reasoning: bool | None = None,
         reasoning_desc: str = REASONING_DESC,

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from sigform.conversation import LAYOUT_KEY, Layout, asend
 from sigform.errors import FieldValueError, SignatureError, ToolError
@@ -30,7 +30,7 @@ from sigform.hooks import Callback
 from sigform.lm.interface import Completion, Usage
 from sigform.predict.inputs import InputChecker
 from sigform.predict.module import Module
-from sigform.predict.predict import default_lm, ensure_signature
+from sigform.predict.predict import SignatureLike, default_lm, ensure_signature
 from sigform.predict.prediction import Prediction, PredictionMeta
 from sigform.settings import get_setting
 from sigform.signatures import Signature
@@ -41,6 +41,9 @@ from sigform.tools.result import ToolResult
 from sigform.tools.runner import PendingCall, run_turn
 from sigform.tools.tool import Tool, as_tool
 from sigform.tools.trajectory import CallRecord, Step, Trajectory
+
+if TYPE_CHECKING:
+    from sigform.lm.interface import LMProtocol
 
 __all__ = ["Agent"]
 
@@ -68,12 +71,12 @@ class Agent(Module):
 
     def __init__(
         self,
-        signature: Any,
-        tools: Sequence[Tool | Any],
+        signature: SignatureLike,
+        tools: Sequence[Tool | Callable[..., Any]],
         *,
         max_steps: int = 10,
         approver: Approver | None = None,
-        lm: Any = None,
+        lm: LMProtocol | None = None,
         native: bool | None = None,
         parallel_tools: bool | None = None,
         callbacks: Sequence[Callback] | None = None,
@@ -111,11 +114,11 @@ class Agent(Module):
         self._checker = InputChecker(self._signature)
 
     # -- running ----------------------------------------------------------------------------------
-    def forward(self, *, lm: Any = None, **inputs: Any) -> Prediction:
+    def forward(self, *, lm: LMProtocol | None = None, **inputs: Any) -> Prediction:
         """Run the agent to its final answer (or until it stops); see :meth:`aforward`."""
         return run_sync(lambda: self.aforward(lm=lm, **inputs))
 
-    async def aforward(self, *, lm: Any = None, **inputs: Any) -> Prediction:
+    async def aforward(self, *, lm: LMProtocol | None = None, **inputs: Any) -> Prediction:
         """Async run: returns a :class:`Prediction` with the outputs and ``trajectory``.
 
         ``lm=`` uses that model for this call (over the agent's, the setting's and the default),

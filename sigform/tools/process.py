@@ -79,8 +79,8 @@ async def _read_bounded(stream: asyncio.StreamReader | None, limit: int) -> tupl
 
 
 _REAPER = Path(__file__).with_name("_reaper.py")
-# the supervisor needs prctl(PR_SET_CHILD_SUBREAPER) and /proc, both Linux
-_SUPERVISED = sys.platform.startswith("linux") and os.path.isdir("/proc")
+# the supervisor needs prctl(PR_SET_CHILD_SUBREAPER) and /proc (Linux) and a Python to run it with
+_SUPERVISED = sys.platform.startswith("linux") and os.path.isdir("/proc") and bool(sys.executable)
 _REAPER_GRACE = 5.0  # seconds the supervisor gets to end the command's processes
 
 

@@ -23,4 +23,5 @@ def mistakes() -> None:
     sf.Predict(42)  # E: arg-type
     sf.Predict("question -> answer", lm="openai/gpt-4o-mini")  # E: arg-type
     sf.Predict("question -> answer", adapter="json")  # E: arg-type
+    sf.Agent("question -> answer", tools=[], lm="openai/gpt-4o-mini")  # E: arg-type
     print(count)

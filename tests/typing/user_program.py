@@ -189,6 +189,8 @@ def agents() -> str:
         "question -> answer: float", tools=[sf.Tool(calculate), run_tests, delete], max_steps=6, lm=lm,
         approver=TerminalApprover(),
     )
+    plain = sf.Agent("question -> answer: float", tools=[calculate, run_tests], lm=lm)  # functions too
+    assert_type(plain(question="?"), sf.Prediction)
     pred = agent(question="What is 12 + 30?")
     for call in pred.trajectory.calls:
         print(call.tool, call.args, call.result.status)
