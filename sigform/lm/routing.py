@@ -78,7 +78,7 @@ def rebased(route: Route, req: Request) -> Request:
     return req if base == req.api_base else replace(req, api_base=base)
 
 
-def explained(route: Route, err: LMError) -> LMError:
+def explained(route: Route, err: BaseException) -> BaseException:
     """``err``, or the endpoint's own account of it once retries are spent (a connection error
     from a local server that crashed becomes the crash: signal, exit code, log)."""
     if route.diagnose is None or not isinstance(err, ProviderError):
