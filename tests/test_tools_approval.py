@@ -88,6 +88,7 @@ def test_terminal_approver(typed: str, expected: Decision):
     assert approver(request) is expected
     shown = out.getvalue()
     assert "Compute 1 + 2?" in shown and "tool call: add" in shown
+    assert "(stop the agent) [n]: " in shown  # the default answer is shown (rich read "[n]" as markup)
 
 
 def test_terminal_approver_end_of_input_cancels():

@@ -132,7 +132,10 @@ class TerminalApprover:
         self.console = console
         self.stream = stream
 
-    question = "Run it? [bold]y[/]es / [bold]n[/]o (tell the model) / [bold]c[/]ancel (stop the agent) [n]: "
+    # rich markup: "\[n]" is the literal default hint (a bare "[n]" was read as a tag and vanished)
+    question = (
+        "Run it? [bold]y[/]es / [bold]n[/]o (tell the model) / [bold]c[/]ancel (stop the agent) \\[n]: "
+    )
     _ANSWERS: Mapping[str, Decision] = {
         "y": Decision.APPROVE,
         "yes": Decision.APPROVE,
