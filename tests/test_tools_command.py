@@ -327,3 +327,32 @@ def test_exit_code_and_death_by_signal_are_reported_as_the_command_ended():
         requires_approval=False,
     ).run()
     assert killed.value[0].returncode == -signal.SIGTERM
+
+
+_ORPHANS = """
+import os, sys, time
+parent = os.getppid()  # the supervisor
+for _ in range(20):  # double fork: each grandchild is re-parented to the supervisor, then exits
+    if os.fork() == 0:
+        if os.fork() == 0:
+            time.sleep(0.05)
+        os._exit(0)
+    os.wait()
+time.sleep(1.0)
+zombies = 0
+for entry in os.listdir("/proc"):
+    try:
+        stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        continue
+    zombies += stat[0] == "Z" and int(stat[1]) == parent
+print("zombies", zombies)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the supervisor runs on Linux only")
+def test_orphans_that_exit_during_a_long_command_are_collected():
+    tool = CommandTool("orphans", "d", [[PY, "-c", _ORPHANS]], requires_approval=False)
+    result = tool.run()
+    assert result.ok, result.for_llm
+    assert result.value[0].stdout.split() == ["zombies", "0"]

@@ -99,6 +99,22 @@ def end_descendants() -> None:
     _reap()
 
 
+def _reap_orphans(child: int) -> None:
+    """Collect descendants that were re-parented here and exited, leaving the command's own exit
+    status for the main wait (a long run with many short-lived daemons would pile up zombies)."""
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)  # look, do not collect
+        except ChildProcessError:
+            return
+        if info is None or info.si_pid == child:
+            return
+        try:
+            os.waitpid(info.si_pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+
+
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     end_descendants()
     os._exit(128 + signum)
@@ -130,6 +146,7 @@ def main(args: list[str]) -> None:
         os._exit(127)
     status.write("started\n")
     status.close()
+    signal.signal(signal.SIGCHLD, lambda signum, frame: _reap_orphans(child))
     code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
     end_descendants()
     _exit_like(code)
