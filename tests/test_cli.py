@@ -159,3 +159,19 @@ def test_the_progress_bar_counts_the_generated_tokens_of_the_summary(
     bar = re.findall(r"([\d,]+) generated tokens", err)
     assert bar and bar[-1] == "21"
     assert "generated tokens: 21 (7.0 per example)" in out
+
+
+def test_without_the_local_extra_the_demo_fails_in_one_line_naming_the_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    from sigform.local import _requirements, _shared
+
+    monkeypatch.setenv("SIGFORM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_requirements, "missing_modules", lambda: ["llama-cpp-python"])
+    monkeypatch.setattr(_shared, "_current", None)
+    assert demo.run_demo(limit=2) == 1
+    out, err = capsys.readouterr()
+    reason = err.strip().splitlines()[-1]  # after the progress bar
+    assert reason.startswith("sigform demo: no example could be answered: 2 failed (2 infrastructure); ")
+    assert "needs the `local` extra" in reason and "pip install 'sigform[local]'" in reason
+    assert "failed examples: 2 (infrastructure 2)" in out
