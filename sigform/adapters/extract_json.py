@@ -2,11 +2,11 @@
 
 The text may hold prose, code fences, an echoed input object, a placeholder template, braces in
 prose, a wrapper (``{"result": {...}}``, ``[{...}]``, ``{"result": "{...}"}``), the whole answer
-JSON-encoded as one string, or a cut-off object. We collect every
-balanced top-level ``{...}`` (a recursive pattern of the ``regex`` module, aware of strings),
-read each one (strict JSON first, json-repair only when needed, never through a truncation), and
-choose the object whose keys are the output fields: a complete one over a partial one, a filled
-one over a placeholder template, the later one over the earlier.
+JSON-encoded as one string, or a cut-off object. We collect every balanced top-level ``{...}``
+(:func:`~sigform.adapters.brace_scan.object_spans`, one linear pass aware of strings), read each
+one (strict JSON first, json-repair only when needed and within one budget per answer, never
+through a truncation), and choose the object whose keys are the output fields: a complete one
+over a partial one, a filled one over a placeholder template, the later one over the earlier.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ from typing import Any
 
 import regex
 
+from sigform.adapters.brace_scan import object_spans
 from sigform.adapters.names import FieldMatcher, norm_name
+from sigform.types.json_text import MAX_REPAIR_CHARS, JSONTextError, parse_json_text
 
 __all__ = ["JSONFind", "find_json_object", "read_pairs"]
 
-# balanced {...}, skipping braces inside double-quoted strings
-_OBJECT_RE = regex.compile(r'\{(?:[^{}"\\]++|\\.|"(?:[^"\\]|\\.)*+"|(?R))*+\}', regex.DOTALL)
-_LOOSE_OBJECT_RE = regex.compile(r"\{(?:[^{}]++|(?R))*+\}", regex.DOTALL)
 _FENCE_LINE_RE = regex.compile(r"^[ \t]*```[^\n`]*$", regex.MULTILINE)
 _PLACEHOLDER_RE = regex.compile(
     r"\A\s*(?:\.{3}|…|[{<\[]\s*[\w ]{1,60}\s*[}>\]]|\$?\{\{\s*[\w ]+\s*\}\})\s*\Z"
@@ -60,29 +59,36 @@ class JSONFind:
     problem: str | None = None  # why a candidate could not be read (cut off, ...)
 
 
-def _read(span: str) -> tuple[Any, str | None]:
-    try:
-        return json.loads(span, object_pairs_hook=read_pairs), None
-    except (ValueError, RecursionError):
-        pass
-    from sigform.types.json_text import JSONTextError, parse_json_text
+class _Reader:
+    """Reads candidate spans: strict JSON always, json-repair within one budget per answer.
 
-    try:
-        return parse_json_text(span), None
-    except JSONTextError as exc:
-        return None, str(exc)
+    json-repair is pure Python and each candidate could be repaired on its own, so without a
+    shared budget a text of many small damaged objects would cost (objects x repair time).
+    """
+
+    def __init__(self) -> None:
+        self.budget = 2 * MAX_REPAIR_CHARS  # characters json-repair may still read for this text
+
+    def read(self, span: str) -> tuple[Any, str | None]:
+        try:
+            return json.loads(span, object_pairs_hook=read_pairs), None
+        except (ValueError, RecursionError):
+            pass
+        repair = len(span) <= self.budget
+        if repair:
+            self.budget -= len(span)
+        try:
+            return parse_json_text(span, repair=repair), None
+        except JSONTextError as exc:
+            return None, str(exc)
 
 
 def _single_object(text: str) -> bool:
     """Whether ``text`` has at most one balanced top-level ``{...}`` (braces in strings aside)."""
-    matches = _OBJECT_RE.finditer(text)
-    first = next(matches, None)
-    if first is None:
-        return True  # nothing balanced: one object cut off, or damage the recursive scan cannot follow
-    return next(matches, None) is None
+    return len(object_spans(text)) <= 1  # none: one object cut off, or damage the scan cannot follow
 
 
-def _candidates(text: str) -> tuple[list[Any], str | None]:
+def _candidates(text: str, reader: _Reader) -> tuple[list[Any], str | None]:
     stripped = text.strip()
     if stripped[:1] == '"' and stripped[-1:] == '"':  # the whole answer JSON-encoded as one string
         try:
@@ -97,30 +103,30 @@ def _candidates(text: str) -> tuple[list[Any], str | None]:
         except (ValueError, RecursionError):
             # a repaired read of the whole text is only trusted when it holds one top-level
             # object: json-repair reads `{answer} prose {template}` as the *last* object
-            value = _read(stripped)[0] if _single_object(stripped) else None
+            value = reader.read(stripped)[0] if _single_object(stripped) else None
         if isinstance(value, dict) or (isinstance(value, list) and value and isinstance(value[0], dict)):
             return [value], None
     body = _FENCE_LINE_RE.sub("", text) if "```" in text else text
-    matches = list(_OBJECT_RE.finditer(body)) or list(_LOOSE_OBJECT_RE.finditer(body))
+    spans = object_spans(body) or object_spans(body, loose=True)
     out: list[Any] = []
     problem: str | None = None
-    for match in matches:
-        value, why = _read(match.group())
+    for start, end in spans:
+        value, why = reader.read(body[start:end])
         if value is not None:
             out.append(value)
         elif why:
             problem = why
     # an object that never closes: read only if every value in it is complete (only `}` missing)
     pos = 0
-    for match in matches:
-        opener = body.find("{", pos, match.start())
+    for start, end in spans:
+        opener = body.find("{", pos, start)
         if opener >= 0:
             break
-        pos = match.end()
+        pos = end
     else:
         opener = body.find("{", pos)
     if opener >= 0:
-        value, why = _read(body[opener:].strip())
+        value, why = reader.read(body[opener:].strip())
         if value is not None:
             out.append(value)
         elif why:
@@ -128,7 +134,7 @@ def _candidates(text: str) -> tuple[list[Any], str | None]:
     return out, problem
 
 
-def _unwrap(value: Any, matcher: FieldMatcher, depth: int = 0) -> dict[str, Any] | None:
+def _unwrap(value: Any, matcher: FieldMatcher, reader: _Reader, depth: int = 0) -> dict[str, Any] | None:
     """The answer object inside ``value``: itself, a one-element list's item, or a one-key wrapper's."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
@@ -139,8 +145,8 @@ def _unwrap(value: Any, matcher: FieldMatcher, depth: int = 0) -> dict[str, Any]
     if len(value) == 1:
         inner = next(iter(value.values()))
         if isinstance(inner, str) and inner.strip()[:1] == "{":  # the answer object given as a JSON string
-            inner = _read(inner.strip())[0]
-        inner = _unwrap(inner, matcher, depth + 1)
+            inner = reader.read(inner.strip())[0]
+        inner = _unwrap(inner, matcher, reader, depth + 1)
         if inner is not None and any(matcher.match(str(k)) for k in inner):
             return inner
     return value
@@ -180,10 +186,11 @@ def find_json_object(text: str, names: Sequence[str] | FieldMatcher) -> JSONFind
     found = JSONFind()
     if "{" not in text:
         return found
-    candidates, found.problem = _candidates(text)
+    reader = _Reader()
+    candidates, found.problem = _candidates(text, reader)
     best: tuple[int, int, int] | None = None
     for index, candidate in enumerate(candidates):
-        obj = _unwrap(candidate, matcher)
+        obj = _unwrap(candidate, matcher, reader)
         if obj is None:
             continue
         found.objects += 1

@@ -15,19 +15,24 @@ from typing import Any
 
 from sigform.errors import JSONTextError
 
-__all__ = ["JSONTextError", "parse_json_text"]
+__all__ = ["MAX_REPAIR_CHARS", "JSONTextError", "parse_json_text"]
+
+MAX_REPAIR_CHARS = 4_096  # longer text is read only when it is strict JSON (json-repair is slow)
 
 
-def parse_json_text(text: str) -> Any:
+def parse_json_text(text: str, *, repair: bool = True) -> Any:
     """Parse ``text`` (stripped, starting with ``{`` or ``[``) as JSON, repairing small mistakes.
 
     A value that was cut off (inside a string, a list, a key or a number) is never completed:
-    that raises :class:`JSONTextError`, as does text that is not JSON even after repair.
+    that raises :class:`JSONTextError`, as does text that is not JSON even after repair, a
+    repair that would drop or change part of the text (``"n": 12 or 13`` is not ``12``), and
+    text longer than ``MAX_REPAIR_CHARS`` that is not strict JSON. ``repair=False`` reads strict
+    JSON only.
     """
     from sigform.types.coercion._jsontext import parse_json
     from sigform.types.coercion._plan import Invalid
 
     try:
-        return parse_json(text)
+        return parse_json(text, repair=repair)
     except Invalid as exc:
         raise JSONTextError(exc.message) from None
