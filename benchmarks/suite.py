@@ -19,8 +19,10 @@ from pathlib import Path
 
 from benchmarks.common import DSPY_VERSION, Section, ensure_dspy_venv, venv_python
 
-NAMES = ("import", "first_call", "format_parse", "e2e_call", "throughput", "memory", "corpus", "local_model",
-         "real_suite")
+NAMES = (
+    "import", "first_call", "format_parse", "e2e_call", "throughput", "memory", "corpus", "adversarial_parse",
+    "local_model", "real_suite",
+)
 LOCAL = ("local_model", "real_suite")  # on the embedded model: only with --local
 DEFAULT = tuple(n for n in NAMES if n not in LOCAL)
 
@@ -39,6 +41,8 @@ class Options:
     throughput_calls: int = 500
     throughput_rounds: int = 5
     memory_calls: int = 10_000
+    adversarial_sizes: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
+    adversarial_repeats: int = 3
     log: Callable[[str], None] = field(default=print)
 
     @classmethod
@@ -46,6 +50,7 @@ class Options:
         base = cls(
             import_repeats=1, first_call_repeats=1, format_repeats=5, format_rounds=1, e2e_calls=3,
             e2e_rounds=1, e2e_litellm_calls=2, throughput_calls=20, throughput_rounds=1, memory_calls=30,
+            adversarial_sizes=(1_000, 10_000), adversarial_repeats=1,
         )
         for key, value in overrides.items():
             setattr(base, key, value)
@@ -54,6 +59,7 @@ class Options:
 
 def _runners(opts: Options, dspy_python: Path | None) -> dict[str, Callable[[], Section]]:
     from benchmarks import (
+        adversarial_parse,
         corpus,
         e2e_call,
         first_call,
@@ -75,6 +81,7 @@ def _runners(opts: Options, dspy_python: Path | None) -> dict[str, Callable[[], 
                                              with_dspy=with_dspy),
         "memory": lambda: memory.run(opts.memory_calls, with_dspy),
         "corpus": lambda: corpus.run(with_dspy),
+        "adversarial_parse": lambda: adversarial_parse.run(opts.adversarial_sizes, opts.adversarial_repeats),
         "local_model": lambda: local_model.run(with_dspy),
         "real_suite": lambda: real_model.run(with_dspy),
     }

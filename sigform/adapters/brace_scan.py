@@ -4,7 +4,9 @@ A recursive regular expression tried at every ``{`` is quadratic on garbled outp
 ``{`` that never closes is re-scanned from each of its braces), and small models do write such
 runs. This scanner reads the text once: it jumps to the next brace or quote with compiled
 searches, takes a run of ``{`` or ``}`` as one step, skips a whole string in one match, and
-keeps a stack of open runs. Bound: O(len(text)) time, O(number of brace runs) memory.
+keeps a stack of open runs. Bound: O(len(text)) time, O(number of brace runs) memory, and at
+most ``MAX_TOKENS`` steps (braces, strings) in all: text beyond that is not searched, and the
+caller says so (no answer needs that many; a wall of ``"{"{"{`` would cost ~1 µs a step).
 
 Rules: outside any object, quotes are prose; inside one, ``"..."`` strings (with backslash
 escapes) hide braces and a backslash escapes the next character. A string that never closes
@@ -17,7 +19,9 @@ from __future__ import annotations
 
 import regex
 
-__all__ = ["object_spans"]
+__all__ = ["MAX_TOKENS", "Spans", "object_spans"]
+
+MAX_TOKENS = 20_000
 
 # a run of "{", a run of "}", a whole string, an escaped character, or a quote that never closes
 _INSIDE = regex.compile(r'\{++|\}++|"(?:[^"\\]++|\\.)*+"|\\.|"', regex.DOTALL)
@@ -25,9 +29,17 @@ _INSIDE_LOOSE = regex.compile(r"\{++|\}++")
 _MAX_RESTARTS = 4  # fresh scans after an unclosed quote: the bound is (1 + this) * len(text)
 
 
-def object_spans(text: str, *, loose: bool = False) -> list[tuple[int, int]]:
+class Spans(list):  # type: ignore[type-arg]
+    """``(start, end)`` pairs; ``complete`` is False when the scan stopped at ``MAX_TOKENS``."""
+
+    complete = True
+
+
+def object_spans(text: str, *, loose: bool = False) -> Spans:
     """``(start, end)`` of every outermost balanced ``{...}`` in ``text``, in order."""
     inside = _INSIDE_LOOSE if loose else _INSIDE
+    steps = MAX_TOKENS
+    complete = True
     runs: list[list[int]] = []  # open runs of "{": [position of the run's first brace, braces open]
     closed: list[tuple[int, int]] = []  # per run of "}", the outermost object it closed
     pos = 0
@@ -39,6 +51,10 @@ def object_spans(text: str, *, loose: bool = False) -> list[tuple[int, int]]:
                 break
         match = inside.search(text, pos)
         if match is None:
+            break
+        steps -= 1
+        if not steps:
+            complete = False
             break
         token = match.group()
         if token[0] == "{":
@@ -56,7 +72,9 @@ def object_spans(text: str, *, loose: bool = False) -> list[tuple[int, int]]:
                 continue
             runs.clear()
         pos = match.end()
-    return _outermost(closed)
+    spans = Spans(_outermost(closed))
+    spans.complete = complete
+    return spans
 
 
 def _close(runs: list[list[int]], closed: list[tuple[int, int]], start: int, count: int) -> None:

@@ -31,10 +31,14 @@ __all__ = [
     "neutralise_markers",
 ]
 
+# Every pattern below is linear in the text: a match can only start at a `[[` or a line start,
+# runs of blank space are taken possessively (`*+`: never handed back one at a time), and the
+# only lazy part, a name, is at most 100 characters. So each start costs O(100 x the blank run
+# it sits on), and blank runs do not overlap: O(100 n) per scan.
 # [[ ## name ## ]] with tolerance; group "name" is what the LM wrote
 HEADER_RE = regex.compile(
-    r"(?:\*\*|__)?\[\[[ \t]*\#{1,3}[ \t]*(?P<name>[^\[\]\#\n]{1,100}?)"
-    r"[ \t]*\#{1,3}[ \t]*\]\](?:\*\*|__)?[ \t]*:?"
+    r"(?:\*\*|__)?\[\[[ \t]*+\#{1,3}[ \t]*+(?P<name>[^\[\]\#\n]{1,100}?)"
+    r"[ \t]*+\#{1,3}[ \t]*+\]\](?:\*\*|__)?[ \t]*+:?"
 )
 # what would start a header: neutralised in user text so it cannot forge a field marker
 _FORGE_RE = regex.compile(r"\[\[(?=[ \t]*\#)")
@@ -42,20 +46,20 @@ NEUTRAL_OPEN = "[\u2060["  # a word joiner between the brackets: reads the same,
 _FENCE_OPEN = regex.compile(r"\A\s*```[^\n`]*\n")
 _FENCE_CLOSE = regex.compile(r"\n?```\s*\Z")
 _LABEL_RE = regex.compile(
-    r"^[ \t]*(?:(?:[-*+]|\d{1,3}[.)])[ \t]+)?(?:\#{1,6}[ \t]*)?(?:\*\*|__)?[ \t]*"
-    r"(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*"
-    r"(?:(?:\*\*|__)[ \t]*:|:[ \t]*(?:\*\*|__)|:)[ \t]*",
+    r"^[ \t]*+(?:(?:[-*+]|\d{1,3}[.)])[ \t]++)?+(?:\#{1,6}[ \t]*+)?+(?:\*\*|__)?+[ \t]*+"
+    r"(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*+"
+    r"(?:(?:\*\*|__)[ \t]*+:|:[ \t]*+(?:\*\*|__)|:)[ \t]*+",
     regex.MULTILINE,
 )
 # a heading line: `## Summary`, or a line that is only a bold name (`**Summary**`)
 _HEADING_RE = regex.compile(
-    r"^[ \t]*(?:\#{1,6}[ \t]*(?P<name>[A-Za-z][\w \-]{0,60}?)"
-    r"|(?:\*\*|__)[ \t]*(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*(?:\*\*|__))[ \t]*$",
+    r"^[ \t]*+(?:\#{1,6}[ \t]*+(?P<name>[A-Za-z][\w \-]{0,60}?)"
+    r"|(?:\*\*|__)[ \t]*+(?P<name>[A-Za-z][\w \-]{0,60}?)[ \t]*+(?:\*\*|__))[ \t]*+$",
     regex.MULTILINE,
 )
 BLANK_LINE_RE = regex.compile(r"\n[ \t]*\r?\n")
 # a header cut off at the very end (`[[ ## compl`, `[[ ## completed ## ]`): the value before it is whole
-_CUT_HEADER = regex.compile(r"(?:\*\*|__)?\[\[[ \t]*\#[^\[\]\n]{0,100}\]?\s*\Z")
+_CUT_HEADER = regex.compile(r"(?:\*\*|__)?\[\[[ \t]*+\#[^\[\]\n]{0,100}\]?\s*+\Z")
 
 
 def neutralise_markers(text: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 import regex
 
-from sigform.adapters.brace_scan import object_spans
+from sigform.adapters.brace_scan import MAX_TOKENS, object_spans
 from sigform.adapters.names import FieldMatcher, norm_name
 from sigform.types.json_text import MAX_REPAIR_CHARS, JSONTextError, parse_json_text
 
@@ -110,6 +110,8 @@ def _candidates(text: str, reader: _Reader) -> tuple[list[Any], str | None]:
     spans = object_spans(body) or object_spans(body, loose=True)
     out: list[Any] = []
     problem: str | None = None
+    if not spans.complete:
+        problem = f"the text has over {MAX_TOKENS:,} braces and strings; the rest was not searched"
     for start, end in spans:
         value, why = reader.read(body[start:end])
         if value is not None:

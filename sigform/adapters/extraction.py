@@ -17,7 +17,7 @@ from sigform.adapters.chat_scan import BLANK_LINE_RE, HEADER_RE, find_labels, fi
 from sigform.adapters.extract_json import find_json_object
 from sigform.adapters.fields import CLOSED_KINDS, FieldView, kind_of
 from sigform.adapters.names import FieldMatcher
-from sigform.adapters.xml_scan import Element, decode_text, scan
+from sigform.adapters.xml_scan import MAX_DEPTH, MAX_ELEMENTS, Element, decode_text, scan
 
 __all__ = ["EXTRACTORS", "Extracted", "extract"]
 
@@ -131,7 +131,10 @@ def _xml(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extrac
     if "<" not in text:
         return out
     by_name = {v.name: v for v in views}
-    level = scan(text).children
+    root = scan(text)
+    if not root.complete:
+        out.note = f"the text has over {MAX_ELEMENTS:,} tags or nests over {MAX_DEPTH} deep; the rest is text"
+    level = root.children
     while level and len(out.values) < len(by_name):
         next_level: list[Element] = []
         claimed: dict[str, Any] = {}

@@ -12,6 +12,7 @@ __all__ = ["FieldMatcher", "compact_name", "norm_name"]
 _SEPARATORS = regex.compile(r"[\s\-.]+")
 _NON_ALNUM = regex.compile(r"[\W_]+")
 _DECORATION = "*_`'\" \t:"
+_SEEN_LIMIT = 1024  # names remembered per matcher (a matcher lives as long as its signature)
 
 
 def norm_name(name: str) -> str:
@@ -22,7 +23,7 @@ def norm_name(name: str) -> str:
 class FieldMatcher:
     """Maps written names to declared field names (exact name first, then the normalised form)."""
 
-    __slots__ = ("_by_compact", "_by_norm", "exact_header_re", "names")
+    __slots__ = ("_by_compact", "_by_norm", "_seen", "exact_header_re", "names")
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = tuple(names)
@@ -38,11 +39,21 @@ class FieldMatcher:
         self.exact_header_re = regex.compile(
             r"(?:\*\*|__)?\[\[ \#\# (?P<name>" + alternatives + r") \#\# \]\](?:\*\*|__)?[ \t]*:?"
         )
+        # answers repeat the same few names (garbled ones thousands of times): remember them
+        self._seen: dict[str, str | None] = {}
 
     def match(self, written: str) -> str | None:
+        try:
+            return self._seen[written]
+        except KeyError:
+            pass
         if written in self._by_norm.values():
-            return written
-        return self._by_norm.get(norm_name(written)) or self._by_compact.get(compact_name(written))
+            found: str | None = written
+        else:
+            found = self._by_norm.get(norm_name(written)) or self._by_compact.get(compact_name(written))
+        if len(self._seen) < _SEEN_LIMIT:
+            self._seen[written] = found
+        return found
 
 
 def compact_name(name: str) -> str:

@@ -7,6 +7,11 @@ closes the nearest open element of the same normalised name; a stray close tag i
 keeps, for every element, the exact source span of its content so a ``str`` field can be read
 as written. Entities are decoded only where text is read, CDATA is unwrapped, comments and
 declarations are ignored.
+
+Bounds: one pass over the tags; a close tag finds its open element through a per-name stack
+(O(1), not a walk down the open elements), so the scan is linear. At most ``MAX_ELEMENTS``
+elements are built and at most ``MAX_DEPTH`` levels nested; tags beyond either are left as
+text (``root.complete`` is then False), which also keeps the readers' recursion shallow.
 """
 
 from __future__ import annotations
@@ -19,16 +24,24 @@ import regex
 
 from sigform.adapters.names import norm_name
 
-__all__ = ["Element", "decode_text", "escape_text", "scan"]
+__all__ = ["MAX_DEPTH", "MAX_ELEMENTS", "Element", "decode_text", "escape_text", "scan"]
+
+MAX_ELEMENTS = 10_000  # an answer list of thousands of items fits; a wall of `<a>` stops here
+MAX_DEPTH = 64
 
 _TOKEN_RE = regex.compile(
     r"<!--.*?(?:-->|\Z)"
     r"|<!\[CDATA\[.*?(?:\]\]>|\Z)"
     r"|<[?!][^<>]*>"
-    r"|<(?P<close>/)?(?P<name>[A-Za-z_][\w.\-:]{0,80})(?P<attrs>(?:\s+[^<>]*?)?)\s*(?P<self>/)?>",
+    # attributes are taken possessively up to the next `<` or `>` (a lazy attribute part before
+    # `\s*/?>` re-scanned a run of blanks once per character: quadratic)
+    r"|<(?P<close>/)?(?P<name>[A-Za-z_][\w.\-:]{0,80}+)(?P<attrs>(?:[\s/][^<>]*+)?)>",
     regex.DOTALL,
 )
-_ATTR_RE = regex.compile(r"""([A-Za-z_][\w.\-:]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>/]+))""")
+# an attribute starts only where a name starts (else every letter of a long word is a start)
+_ATTR_RE = regex.compile(
+    r"""(?<![\w.\-:])([A-Za-z_][\w.\-:]*+)\s*+=\s*+(?:"([^"]*+)"|'([^']*+)'|([^\s"'>/]++))"""
+)
 _ENTITY_RE = regex.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _CDATA_RE = regex.compile(r"<!\[CDATA\[(.*?)(?:\]\]>|\Z)", regex.DOTALL)
 _COMMENT_RE = regex.compile(r"<!--.*?(?:-->|\Z)", regex.DOTALL)
@@ -46,6 +59,7 @@ class Element:
     closed: bool = False
     self_closing: bool = False
     children: list[Element] = field(default_factory=list)
+    complete: bool = True  # the root only: False when the scan stopped at a bound
 
     @property
     def key(self) -> str:
@@ -102,27 +116,37 @@ def scan(text: str) -> Element:
     """The element tree of ``text`` under a synthetic root (``root.children`` are top level)."""
     root = Element("", {}, 0)
     stack = [root]
+    open_by_key: dict[str, list[int]] = {}  # normalised name -> stack depths of open elements
+    budget = MAX_ELEMENTS
     for match in _TOKEN_RE.finditer(text):
         name = match.group("name")
         if name is None:
             continue  # comment, CDATA, declaration: content, not structure
         if match.group("close"):
-            key = norm_name(name)
-            for depth in range(len(stack) - 1, 0, -1):
-                if stack[depth].key == key:
-                    for open_el in stack[depth + 1 :]:  # unclosed inner elements end here
-                        open_el.end = match.start()
-                    stack[depth].end = match.start()
-                    stack[depth].closed = True
-                    del stack[depth:]
-                    break
-            continue  # a close tag with no open element is stray text
-        element = Element(name, _attrs(match.group("attrs")), match.end())
+            depths = open_by_key.get(norm_name(name))
+            if depths:  # else a close tag with no open element: stray text
+                depth = depths[-1]
+                for open_el in stack[depth + 1 :]:  # unclosed inner elements end here
+                    open_el.end = match.start()
+                    open_by_key[open_el.key].pop()
+                stack[depth].end = match.start()
+                stack[depth].closed = True
+                depths.pop()
+                del stack[depth:]
+            continue
+        if not budget or len(stack) > MAX_DEPTH:
+            root.complete = False
+            continue  # beyond the bounds a tag is text
+        budget -= 1
+        attrs = match.group("attrs")
+        self_closing = attrs.rstrip().endswith("/")
+        element = Element(name, _attrs(attrs.rstrip().rstrip("/") if self_closing else attrs), match.end())
         stack[-1].children.append(element)
-        if match.group("self"):
+        if self_closing:
             element.end = match.end()
             element.closed = element.self_closing = True
         else:
+            open_by_key.setdefault(element.key, []).append(len(stack))
             stack.append(element)
     for open_el in stack[1:]:
         open_el.end = len(text)

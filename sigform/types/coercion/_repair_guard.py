@@ -139,12 +139,15 @@ def check_repair(value: Any, source: Source) -> None:
     """Raise :class:`Invalid` when the repaired ``value`` lost a word or a number of ``source``."""
     words: set[str] = set()
     numbers: set[float] = set()
+    merged: list[str] = []  # keys json-repair glued together out of several tokens
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             for key, inner in item.items():
                 words.update(w.lower() for w in _WORD.findall(str(key)))
+                if '"' in str(key):
+                    merged.append(str(key))
                 stack.append(inner)
         elif isinstance(item, list):
             stack.extend(item)
@@ -161,7 +164,7 @@ def check_repair(value: Any, source: Source) -> None:
         # kept as a number, or as text (json-repair keeps `1,000` as the string "1,000")
         if number not in numbers and not words.issuperset(w.lower() for w in _WORD.findall(written)):
             lost.append(written)
-    lost = lost[:5]
+    lost = (lost + [repr(k) for k in merged])[:5]
     if lost:
         raise Invalid(
             "the value is not valid JSON, and repairing it would drop or change part of it "
