@@ -194,16 +194,17 @@ def test_an_unresolvable_key_fails_the_call_as_an_lm_error(
     assert lm.stats["errors"] == 1 and lm.history[-1].error is not None
 
 
-def test_dump_state_keeps_references_not_values(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dump_state_keeps_no_credential_nor_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    # saved state is shared data: it names no key, no env:/cmd: reference; the loader brings the key
     monkeypatch.setenv("SF_REF_KEY", SECRET)
     lm = LM("openai/gpt-4o-mini", api_key="env:SF_REF_KEY", temperature=0.1, api_version="2024-01-01")
     state = lm.dump_state()
-    assert state["api_key"] == "env:SF_REF_KEY"
+    assert "api_key" not in state and "SF_REF_KEY" not in json.dumps(state)
     assert state["kwargs"] == {"temperature": 0.1}
     assert state["connection"] == {"api_version": "2024-01-01"}
     literal = LM("openai/gpt-4o-mini", api_key=SECRET, aws_secret_access_key=SECRET).dump_state()
     assert "api_key" not in literal and SECRET not in json.dumps(literal)
-    again = LM.load_state(state)
+    again = LM.load_state(state, api_key="env:SF_REF_KEY")
     assert again.dump_state() == state and again._api_key.get() == SECRET
 
 

@@ -82,13 +82,13 @@ def test_lm_settings_saved_without_secrets_and_restored(tmp_path: Path) -> None:
     prog = Predict("q -> a", lm=lm)
     path = prog.save(tmp_path / "p.json")
     assert "sk-very-secret" not in path.read_text()
-    fresh = Predict("q -> a").load(path)
+    assert Predict("q -> a").load(path).lm is None  # the saved LM is used only when asked for
+    fresh = Predict("q -> a").load(path, restore_lm=True)
     assert fresh.lm is not None and fresh.lm.model == "openai/gpt-4o-mini"
     assert fresh.lm.kwargs.get("temperature") == 0.3
     own = ScriptedLM([])
-    kept = Predict("q -> a", lm=own).load(path)
+    kept = Predict("q -> a", lm=own).load(path, restore_lm=True)
     assert kept.lm is own  # an LM set on the program is never replaced
-    assert Predict("q -> a").load(path, restore_lm=False).lm is None
 
 
 def test_scripted_lm_is_not_saved(tmp_path: Path) -> None:

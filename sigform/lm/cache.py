@@ -1,7 +1,18 @@
 """Response cache: an in-memory LRU in front of an on-disk cache (diskcache), shared by all LMs.
 
-Entries are pickled snapshots, so every hit returns fresh objects and mutating a returned value
-(a tool call's arguments dict, the logprobs) cannot poison the cache.
+Entries are stored as data -- versioned JSON of the completions (:mod:`sigform.lm.cache_codec`),
+never pickle -- so every hit returns fresh objects (mutating a returned value cannot poison the
+cache) and a stored value is only ever parsed, never run. The disk cache is untrusted: a
+garbage ``cache.db``, an entry that does not decode (including pickled entries of older
+versions) or a cache path that is a file is a miss with one warning; a broken store is bypassed
+for the rest of the process (delete the folder to rebuild it). diskcache settings stored in the
+database are ignored, pickled values are refused and no file outside the cache folder is read or
+removed.
+
+Cache keys are request digests (:func:`sigform.lm.request.cache_key`) that include a keyed
+fingerprint of the request's credentials and headers: an HMAC with a random secret kept next to
+the cache (``cache-secret``, mode 0600), so two API keys never share entries and the key cannot
+be recovered or confirmed from the cache.
 
 Where the cache lives, in order: the ``cache_dir`` setting (``sigform.configure(cache_dir=...)``
 or ``sigform.context(cache_dir=...)``), the ``SIGFORM_CACHE_DIR`` environment variable, then
@@ -13,26 +24,37 @@ or ``sigform.context(cache_dir=...)``), the ``SIGFORM_CACHE_DIR`` environment va
 from __future__ import annotations
 
 import atexit
+import hashlib
+import hmac
 import logging
 import os
-import pickle
 import queue
+import secrets
+import sqlite3
+import stat
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from sigform.lm import cache_codec
+from sigform.lm.credentials import CredentialError
+from sigform.lm.interface import Completion
+from sigform.lm.request import Request, credential_identity
 from sigform.settings import get_setting
 
 __all__ = [
     "DEFAULT_MEMORY_ENTRIES",
     "DEFAULT_SIZE_LIMIT",
+    "CacheWarning",
     "ResponseCache",
     "cache_directory",
     "clear_caches",
     "get_cache",
     "reset_caches",
+    "scoped_key",
 ]
 
 logger = logging.getLogger("sigform.lm")
@@ -40,6 +62,14 @@ logger = logging.getLogger("sigform.lm")
 DEFAULT_SIZE_LIMIT = 1 << 30
 DEFAULT_MEMORY_ENTRIES = 4096
 _BATCH_WAIT = 0.02
+_SECRET_FILE = "cache-secret"
+_SECRET_BYTES = 32
+# what a broken or hostile store raises: a miss (and the disk bypassed), never the caller's error
+_STORE_ERRORS = (sqlite3.Error, OSError, ValueError, TypeError, KeyError, EOFError)
+
+
+class CacheWarning(UserWarning):
+    """The disk cache could not be used as it is (it is bypassed or the entry ignored)."""
 
 
 def cache_directory() -> Path:
@@ -48,8 +78,69 @@ def cache_directory() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "sigform"
 
 
+def _safe_disk() -> type:
+    """A diskcache ``Disk`` that reads stored values as bytes only: it refuses pickled values and
+    files outside the cache folder (a forged row could name any path), and removes none there."""
+    import diskcache
+    from diskcache.core import MODE_BINARY, MODE_RAW
+
+    class SafeDisk(diskcache.Disk):  # type: ignore[misc]
+        def _inside(self, filename: Any) -> str:
+            root = os.path.realpath(self._directory)
+            full = os.path.realpath(os.path.join(root, str(filename)))
+            if os.path.commonpath([root, full]) != root:
+                raise ValueError("a cache row names a file outside the cache folder")
+            return full
+
+        def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
+            if mode == MODE_RAW:
+                return bytes(value) if isinstance(value, (bytes, memoryview)) else value
+            if mode == MODE_BINARY and not read:
+                with open(self._inside(filename), "rb") as reader:
+                    return reader.read()
+            raise ValueError(f"cache value stored in mode {mode} is not read (only raw bytes)")
+
+        def remove(self, file_path: Any) -> None:
+            try:
+                full = self._inside(file_path)
+            except ValueError:
+                return
+            super().remove(os.path.relpath(full, os.path.realpath(self._directory)))
+
+    return SafeDisk
+
+
+def _read_or_make_secret(directory: Path) -> bytes:
+    """The cache folder's fingerprint secret: 32 random bytes in ``cache-secret`` (mode 0600),
+    made on first use; a file that is not exactly that (a link, wrong size, readable by others) is
+    replaced by a fresh secret (old entries become misses)."""
+    path = directory / _SECRET_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            info = os.fstat(fd)
+            data = os.read(fd, _SECRET_BYTES + 1)
+        finally:
+            os.close(fd)
+        if stat.S_ISREG(info.st_mode) and len(data) == _SECRET_BYTES and not info.st_mode & 0o077:
+            return data
+    except FileNotFoundError:
+        pass
+    except OSError:
+        pass  # a link or unreadable: replaced below
+    data = secrets.token_bytes(_SECRET_BYTES)
+    tmp = directory / f".{_SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return data
+
+
 class ResponseCache:
-    """Two-level cache of pickled values keyed by request digests."""
+    """Two-level cache of completions (stored as JSON bytes) keyed by request digests."""
 
     def __init__(
         self,
@@ -65,20 +156,95 @@ class ResponseCache:
         self._pending: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self._disk: Any = None
+        self._broken = False  # the disk store failed once: bypassed from then on
+        self._warned_entry = False
+        self._secret: bytes | None = None
+
+    # -- fingerprints ----------------------------------------------------------------------
+
+    def fingerprint(self, data: bytes) -> str:
+        """HMAC-SHA256 of ``data`` under this cache's secret (per cache folder; per process for
+        a memory-only or unusable folder)."""
+        secret = self._secret
+        if secret is None:
+            with self._lock:
+                if self._secret is None:
+                    self._secret = self._load_secret()
+                secret = self._secret
+        return hmac.new(secret, data, hashlib.sha256).hexdigest()
+
+    def _load_secret(self) -> bytes:
+        if self.directory is not None and not self._broken:
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                return _read_or_make_secret(self.directory)
+            except OSError as exc:
+                self._bypass(f"cannot keep the cache secret in {self.directory} ({exc})")
+        return secrets.token_bytes(_SECRET_BYTES)
+
+    # -- the disk store --------------------------------------------------------------------
+
+    def _bypass(self, why: str) -> None:
+        """Stop using the disk store for this process, saying so once."""
+        if not self._broken:
+            self._broken = True
+            warnings.warn(
+                f"sigform: disk cache bypassed, answers are cached in memory only: {why}. Delete "
+                f"{self.directory} to rebuild it.",
+                CacheWarning,
+                stacklevel=2,
+            )
+
+    @property
+    def _store(self) -> Path | None:
+        """The diskcache folder (None for a memory-only cache)."""
+        return self.directory / "lm" if self.directory is not None else None
 
     def _disk_cache(self) -> Any:
-        if self.directory is None:
+        if self.directory is None or self._broken:
             return None
         if self._disk is None:
             import diskcache  # imported on first use: keeps `import sigform` light
 
-            self.directory.mkdir(parents=True, exist_ok=True)
-            # no eviction pass per entry (cull_limit=0): the writer culls once per batch
-            self._disk = diskcache.Cache(str(self.directory / "lm"), size_limit=self.size_limit, cull_limit=0)
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                # every setting given here: none is taken from the (untrusted) database; no
+                # eviction pass per entry (cull_limit=0): the writer culls once per batch
+                settings = {**diskcache.DEFAULT_SETTINGS, "size_limit": self.size_limit, "cull_limit": 0}
+                self._disk = diskcache.Cache(str(self._store), disk=_safe_disk(), **settings)
+            except _STORE_ERRORS as exc:
+                self._bypass(f"cannot open {self._store} ({type(exc).__name__}: {exc})")
+                return None
         return self._disk
 
-    def get(self, key: str) -> Any | None:
-        """A fresh copy of the value stored under ``key``, or None."""
+    def _disk_get(self, key: str) -> Any:
+        disk = self._disk_cache()
+        if disk is None:
+            return None
+        try:
+            return disk.get(key)
+        except _STORE_ERRORS as exc:
+            if isinstance(exc, ValueError) and not isinstance(exc, sqlite3.Error):
+                self._bad_entry(str(exc))  # one forged row: a miss, the store stays in use
+                return None
+            self._bypass(f"cannot read {self._store} ({type(exc).__name__}: {exc})")
+            return None
+
+    def _bad_entry(self, why: str) -> None:
+        if not self._warned_entry:
+            self._warned_entry = True
+            warnings.warn(
+                f"sigform: ignored a cache entry in {self.directory} that is not valid ({why}); "
+                "it is treated as a miss",
+                CacheWarning,
+                stacklevel=3,
+            )
+
+    # -- entries ---------------------------------------------------------------------------
+
+    def get(self, key: str) -> list[Completion] | None:
+        """A fresh copy of the completions stored under ``key``, or None (also for an entry that
+        does not decode)."""
         with self._lock:
             blob = self._memory.get(key)
             if blob is not None:
@@ -86,37 +252,51 @@ class ResponseCache:
             else:
                 blob = self._pending.get(key)  # evicted from memory before its disk write
         if blob is None:
-            disk = self._disk_cache()
-            blob = disk.get(key) if disk is not None else None
+            blob = self._disk_get(key)
             if blob is None:
                 return None
+            try:
+                value = cache_codec.decode(blob)
+            except cache_codec.CacheEntryError as exc:
+                self._bad_entry(str(exc))
+                return None
             self._remember(key, blob)
-        return pickle.loads(blob)
+            return value
+        return cache_codec.decode(blob, trusted=True)  # encoded by this process
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: list[Completion]) -> None:
         """Store a snapshot of ``value`` (later changes to ``value`` do not reach the cache).
 
         The memory layer is updated at once; the disk write happens on a background thread
-        (flushed at exit and by :meth:`flush`), so a call does not wait for SQLite."""
-        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        (flushed at exit and by :meth:`flush`), so a call does not wait for SQLite. A value that is
+        not JSON data (an exotic ``logprobs`` object) is not cached."""
+        try:
+            blob = cache_codec.encode(value)
+        except (TypeError, ValueError):
+            logger.debug("sigform: completions not cached (not JSON data)", exc_info=True)
+            return
         self._remember(key, blob)
-        if self.directory is not None:
+        if self.directory is not None and not self._broken:
             with self._lock:
                 self._pending[key] = blob
             _writer.put(self, key, blob)
 
     def _write_many(self, items: list[tuple[str, bytes]]) -> None:
         disk = self._disk_cache()
-        if disk is not None:
-            with disk.transact():
+        try:
+            if disk is not None:
+                with disk.transact():
+                    for key, blob in items:
+                        disk.set(key, blob)
+                if disk.volume() > self.size_limit:
+                    disk.cull()
+        except _STORE_ERRORS as exc:
+            self._bypass(f"cannot write {self._store} ({type(exc).__name__}: {exc})")
+        finally:
+            with self._lock:
                 for key, blob in items:
-                    disk.set(key, blob)
-            if disk.volume() > self.size_limit:
-                disk.cull()
-        with self._lock:
-            for key, blob in items:
-                if self._pending.get(key) is blob:
-                    del self._pending[key]
+                    if self._pending.get(key) is blob:
+                        del self._pending[key]
 
     def flush(self) -> None:
         """Wait until every pending disk write is done."""
@@ -136,17 +316,28 @@ class ResponseCache:
             self._memory.clear()
         disk = self._disk_cache()
         if disk is not None:
-            disk.clear()
+            try:
+                disk.clear()
+            except _STORE_ERRORS as exc:
+                self._bypass(f"cannot clear {self._store} ({type(exc).__name__}: {exc})")
 
     def __len__(self) -> int:
         _writer.flush()
         disk = self._disk_cache()
-        return len(disk) if disk is not None else len(self._memory)
+        if disk is None:
+            return len(self._memory)
+        try:
+            return len(disk)
+        except _STORE_ERRORS:
+            return len(self._memory)
 
     def close(self) -> None:
         _writer.flush()
         if self._disk is not None:
-            self._disk.close()
+            try:
+                self._disk.close()
+            except _STORE_ERRORS:
+                pass
             self._disk = None
 
     def __repr__(self) -> str:
@@ -261,3 +452,16 @@ def reset_caches() -> None:
             cache.close()
         _caches.clear()
         _by_settings.clear()
+
+
+def scoped_key(key: str, request: Request, cache: ResponseCache | None = None) -> str | None:
+    """``key`` (a request digest) scoped to who asks: combined with a keyed fingerprint of the
+    request's credentials, connection settings and headers (:func:`credential_identity`) under the
+    cache's secret. None when a credential cannot be resolved: the call is then not cached (and
+    fails when sent, with the credential's own error)."""
+    try:
+        identity = credential_identity(request)
+    except CredentialError:
+        return None
+    scope = (cache if cache is not None else get_cache()).fingerprint(identity)
+    return hashlib.sha256(f"{key}:{scope}".encode("ascii")).hexdigest()

@@ -16,16 +16,32 @@ program or an error message: :class:`Credential` prints only where the value com
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import shlex
 import subprocess
 import threading
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
+from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
 
 from sigform.errors import LMError
 
-__all__ = ["CMD_TIMEOUT", "Credential", "CredentialError", "is_secret_name", "resolve_value", "scrub"]
+__all__ = [
+    "CMD_TIMEOUT",
+    "Credential",
+    "CredentialError",
+    "is_secret_header",
+    "is_secret_name",
+    "redact_url",
+    "resolve_value",
+    "scrub",
+    "secret_header_values",
+    "strip_url_credentials",
+    "url_secrets",
+]
 
 CMD_TIMEOUT = 30.0
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
@@ -94,12 +110,13 @@ class Credential:
             except KeyError:
                 raise CredentialError(f"{self.name}: environment variable {self.source} is not set") from None
         if self.kind == "callable":
+            failure: str | None = None
             try:
                 value = self._value()
-            except Exception as exc:
-                raise CredentialError(
-                    f"{self.name}: the callable {self.source!r} raised {type(exc).__name__}"
-                ) from None
+            except Exception as exc:  # its message may quote the secret: only the type is kept
+                failure = type(exc).__name__
+            if failure is not None:  # raised outside the except block: no __context__ to leak
+                raise CredentialError(f"{self.name}: the callable {self.source!r} raised {failure}")
             if self.secret and isinstance(value, str):
                 self._cached = value  # the latest value, so that errors echoing it can be scrubbed
             return value
@@ -113,18 +130,19 @@ class Credential:
             argv = shlex.split(self.source)
         except ValueError as exc:
             raise CredentialError(f"{self.name}: cannot parse command `{self.source}`: {exc}") from None
+        # failures are raised outside the except blocks: a timeout keeps the partial output (maybe
+        # the secret) on the exception, which would otherwise stay reachable as __context__
+        failure: str | None = None
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout, check=False)
         except FileNotFoundError:
-            raise CredentialError(f"{self.name}: command `{self.source}` not found") from None
+            failure = "not found"
         except subprocess.TimeoutExpired:
-            raise CredentialError(
-                f"{self.name}: command `{self.source}` timed out after {self.timeout:g}s"
-            ) from None
+            failure = f"timed out after {self.timeout:g}s"
         except OSError as exc:
-            raise CredentialError(
-                f"{self.name}: command `{self.source}` failed to start ({exc.strerror})"
-            ) from None
+            failure = f"failed to start ({exc.strerror})"
+        if failure is not None:
+            raise CredentialError(f"{self.name}: command `{self.source}` {failure}")
         if proc.returncode != 0:
             # stderr may echo the secret, so it is not shown
             raise CredentialError(
@@ -135,22 +153,33 @@ class Credential:
             raise CredentialError(f"{self.name}: command `{self.source}` printed nothing")
         return out
 
+    @classmethod
+    def literal(cls, name: str, value: Any, *, secret: bool | None = None) -> Credential:
+        """A setting that is exactly ``value``: never read as ``env:``/``cmd:`` or as the name of
+        an environment variable (for values from untrusted places, such as a saved program)."""
+        cred = cls(name, None, secret=secret)
+        cred._value = value
+        return cred
+
     def describe(self) -> str:
-        """Where the value comes from, safe to print: ``env:NAME``, ``cmd:...``, ``***``."""
+        """Where the value comes from, safe to print: ``env:NAME``, ``cmd:...``, ``***`` (a URL
+        literal with its credentials masked)."""
         if self.kind == "env":
             return f"env:{self.source}"
         if self.kind == "cmd":
             return f"cmd:{self.source}"
         if self.kind == "callable":
             return f"<callable {self.source}>"
-        return "***" if self.secret else repr(self._value)
+        if self.secret:
+            return "***"
+        return repr(redact_url(self._value) if isinstance(self._value, str) else self._value)
 
     def state(self) -> str | None:
-        """What a saved program may store: the reference (env/cmd), a non-secret literal, or None."""
-        if self.kind in ("env", "cmd"):
-            return f"{self.kind}:{self.source}"
+        """What a saved program may store: a non-secret literal (a URL without its credentials),
+        else None -- never a secret, and never an ``env:``/``cmd:`` reference (a saved file is
+        shared data; the credential is the loader's to give)."""
         if self.kind == "literal" and not self.secret:
-            return self._value
+            return strip_url_credentials(self._value) if isinstance(self._value, str) else self._value
         return None
 
     def origin(self) -> tuple[Any, ...]:
@@ -165,9 +194,10 @@ class Credential:
         return (self.kind, self.source)
 
     def known_values(self) -> list[str]:
-        """Resolved secret values already in memory (for scrubbing), without resolving anything."""
+        """Resolved secret values already in memory (for scrubbing), without resolving anything;
+        for a non-secret URL, the credentials inside it."""
         if not self.secret:
-            return []
+            return url_secrets(self._value) if self.kind == "literal" and isinstance(self._value, str) else []
         if self.kind == "literal" and isinstance(self._value, str):
             return [self._value]
         if self.kind in ("cmd", "callable") and self._cached:
@@ -183,14 +213,111 @@ class Credential:
     __str__ = __repr__
 
 
-def scrub(text: str, secrets: list[str] | tuple[str, ...] | set[str]) -> str:
-    """Replace every secret (and its long prefixes, as providers echo masked keys) by ``***``."""
+def _forms(secret: str) -> set[str]:
+    """The ways a secret is echoed: as is, URL-encoded, JSON-escaped (``/`` also as ``\\/``)."""
+    escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+    ascii_escaped = json.dumps(secret)[1:-1]
+    return {
+        secret,
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+        escaped,
+        ascii_escaped,
+        escaped.replace("/", "\\/"),
+        ascii_escaped.replace("/", "\\/"),
+    }
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """Replace every secret by ``***``: as is, URL-encoded and JSON-escaped, and its long
+    prefixes (providers echo keys truncated: ``sk-abcd****wxyz``)."""
+    forms: set[str] = set()
+    prefixes: set[str] = set()
     for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "***")
-            if len(s) >= 12:  # providers echo keys truncated: "sk-abcd****wxyz"
-                text = text.replace(s[:8], "***")
+        if isinstance(s, str) and len(s) >= 4:
+            forms |= _forms(s)
+            if len(s) >= 12 and not any(c.isspace() for c in s):  # "Bearer x": its token is listed too
+                prefixes.add(s[:8])
+    for form in sorted(forms, key=len, reverse=True):  # longest first: no half-replaced forms
+        text = text.replace(form, "***")
+    for prefix in prefixes:
+        text = text.replace(prefix, "***")
     return text
+
+
+# a header whose name says it carries a credential (Authorization, x-api-key, api-key, Cookie ...)
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|password|passwd|cookie|credential|signature", re.I)
+_AUTH_SCHEME = re.compile(r"^\s*[A-Za-z][\w.-]*\s+(\S{4,})\s*$")  # "Bearer <token>", "Basic <b64>"
+
+
+def is_secret_header(name: str) -> bool:
+    """Whether a header with this name carries a credential."""
+    return bool(_SECRET_HEADER.search(name))
+
+
+def secret_header_values(headers: Mapping[str, Any] | None) -> list[str]:
+    """The credential values of ``headers``: whole values and the token after an auth scheme."""
+    out: list[str] = []
+    for name, value in (headers or {}).items():
+        if isinstance(name, str) and is_secret_header(name) and isinstance(value, str) and value:
+            out.append(value)
+            match = _AUTH_SCHEME.match(value)
+            if match:
+                out.append(match.group(1))
+    return out
+
+
+# query parameters that carry credentials (``?key=...``, ``?access_token=...``, ``&sig=...``)
+_SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|auth|sig|credential|code", re.I)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials inside a URL: its user info (``user:pass@``) and secret query values."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    out = [v for v in (parts.username, parts.password) if v]
+    if parts.username or parts.password:  # as sent: "Authorization: Basic base64(user:pass)"
+        pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        out.append(base64.b64encode(pair.encode("utf-8")).decode("ascii"))
+    for pair in parts.query.split("&"):
+        name, sep, value = pair.partition("=")
+        if sep and value and _SECRET_QUERY.search(name):
+            out.append(value)
+    return out
+
+
+def _rewrite_url(url: str, replacement: str | None) -> str:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not url_secrets(url):
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    if replacement is not None and (parts.username or parts.password):
+        netloc = f"{replacement}@{netloc}"
+    query = []
+    for pair in parts.query.split("&") if parts.query else ():
+        name, sep, value = pair.partition("=")
+        if sep and value and _SECRET_QUERY.search(name):
+            if replacement is None:
+                continue
+            pair = f"{name}={replacement}"
+        query.append(pair)
+    return urlunsplit((parts.scheme, netloc, parts.path, "&".join(query), parts.fragment))
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its credentials shown as ``***`` (for reprs, history and messages)."""
+    return _rewrite_url(url, "***")
+
+
+def strip_url_credentials(url: str) -> str:
+    """``url`` without its credentials (for saved files: the loader supplies its own)."""
+    return _rewrite_url(url, None)
 
 
 def resolve_value(value: Any) -> Any:

@@ -22,13 +22,13 @@ from sigform.conversation.prompt_cache import mark_prefix
 from sigform.conversation.report import active_report
 from sigform.errors import LMError
 from sigform.lm import calls
-from sigform.lm.cache import get_cache
-from sigform.lm.credentials import Credential, is_secret_name
+from sigform.lm.cache import get_cache, scoped_key
+from sigform.lm.credentials import Credential, is_secret_header, is_secret_name, redact_url
 from sigform.lm.history import HistoryEntry, inspect_history, record
 from sigform.lm.interface import Completion, Usage
 from sigform.lm.params import BASE_SPECS, ParameterError, ParamSpec, nest_dotted
 from sigform.lm.request import Request, cache_key, response_format_dict
-from sigform.lm.retry import RetryPolicy
+from sigform.lm.retry import RetryPolicy, check_limits
 from sigform.lm.routing import Route, current, resolve_route
 from sigform.lm.streaming import StreamAccumulator, StreamDelta
 from sigform.settings import get_setting
@@ -212,6 +212,7 @@ class LM:
         headers, capabilities = options["headers"], options["capabilities"]
         if not isinstance(model, str) or not model:
             raise TypeError(f"LM model must be a non-empty string like 'openai/gpt-4o-mini', got {model!r}")
+        check_limits(num_retries=num_retries, timeout=timeout, retry_delay=retry_delay)
         self.model: str = model
         self._api_base = Credential("api_base", api_base, secret=False) if api_base is not None else None
         self._api_key = Credential("api_key", api_key, secret=True) if api_key is not None else None
@@ -282,33 +283,22 @@ class LM:
         return dict(self._resolve().schema)
 
     def dump_state(self) -> dict[str, Any]:
-        """A JSON-ready description for saving programs. Literal secrets are left out; env-var
-        and command references are kept (they are not secrets)."""
-        state: dict[str, Any] = {"model": self.model, "kwargs": dict(self.kwargs)}
-        if self._api_base is not None and self._api_base.state() is not None:
-            state["api_base"] = self._api_base.state()
-        if self._api_key is not None and self._api_key.state() is not None:
-            state["api_key"] = self._api_key.state()
-        conn = {k: c.state() for k, c in self._connection.items() if c.state() is not None}
-        if conn:
-            state["connection"] = conn
-        for name in ("cache", "num_retries", "timeout", "fast_path", "strict"):
-            state[name] = getattr(self, name)
-        if self.capabilities:
-            state["capabilities"] = dict(self.capabilities)
-        if self.prompt_cache is not None:
-            state["prompt_cache"] = self.prompt_cache
-        return state
+        """A JSON-ready description for saving programs: model, endpoint (without credentials),
+        request defaults and options -- never a credential or an ``env:``/``cmd:`` reference
+        (see :mod:`sigform.lm.saved_state`)."""
+        from sigform.lm.saved_state import lm_state
+
+        return lm_state(self)
 
     @classmethod
-    def load_state(cls, state: Mapping[str, Any], **overrides: Any) -> LM:
-        """Rebuild an LM from :meth:`dump_state` output (pass literal secrets as ``overrides``)."""
-        state = dict(state)
-        kwargs = dict(state.pop("kwargs", {}))
-        kwargs.update(state.pop("connection", {}))
-        kwargs.update(state)
-        kwargs.update(overrides)
-        return cls(**kwargs)
+    def load_state(cls, state: Mapping[str, Any], *, api_key: Any = None, **overrides: Any) -> LM:
+        """Rebuild an LM from :meth:`dump_state` output, taking every saved value as untrusted data
+        (no command run, no environment variable read); the credential is ``api_key`` (see
+        :func:`sigform.lm.saved_state.lm_from_state`). ``overrides`` are applied over it."""
+        from sigform.lm.saved_state import lm_from_state
+
+        lm = lm_from_state(state, api_key=api_key)
+        return lm.copy(**overrides) if overrides else lm
 
     def copy(self, **overrides: Any) -> LM:
         """A new LM with the same settings (credentials included) and ``overrides`` applied."""
@@ -456,6 +446,9 @@ class LM:
                 params[name] = list(params[name])
         params = nest_dotted(params)
         timeout = control.get("timeout", self.timeout)
+        num_retries = control.get("num_retries", self.num_retries)
+        if "timeout" in control or "num_retries" in control:
+            check_limits(num_retries=num_retries, timeout=timeout)
         headers = {**self.headers, **control["headers"]} if control.get("headers") else dict(self.headers)
         request = Request(
             route.model,
@@ -477,7 +470,6 @@ class LM:
             if route.refresh is not None:
                 keyed.api_base = None  # a moving endpoint (local server port) is not its identity
             key = cache_key(keyed, rollout_id=rollout_id)
-        num_retries = control.get("num_retries", self.num_retries)
         return _Prepared(
             route, request, n, key, RetryPolicy(num_retries=num_retries, base_delay=self.retry_delay)
         )
@@ -487,6 +479,8 @@ class LM:
     def _before(self, prep: _Prepared) -> list[Completion] | None:
         """Emit the request event (may veto / add headers); return cached completions on a hit."""
         req = prep.request
+        # hooks see credential headers masked; only what they add or change is sent
+        shown = {k: "***" if is_secret_header(k) else v for k, v in req.headers.items()}
         event = hooks.emit(
             "request",
             callbacks=self.callbacks,
@@ -496,14 +490,20 @@ class LM:
             messages=req.messages,
             params=req.params,
             n=prep.n,
-            headers=dict(req.headers),
+            headers=dict(shown),
             backend=prep.route.backend.name,
         )
         if event is not None and event.headers:
-            req.headers = {**req.headers, **event.headers}
+            added = {k: v for k, v in event.headers.items() if shown.get(k) != v}
+            if added:
+                req.headers = {**req.headers, **added}
         if prep.key is None:
             return None
-        hit = get_cache().get(prep.key)
+        cache = get_cache()
+        prep.key = scoped_key(prep.key, req, cache)  # after the hooks: their headers count too
+        if prep.key is None:
+            return None
+        hit = cache.get(prep.key)
         if hit is None:
             return None
         return [replace(c, usage=replace(c.usage, cache_hit=True)) for c in hit]
@@ -560,7 +560,7 @@ class LM:
             latency=latency,
             backend=prep.route.backend.name,
             error=error,
-            api_base=req.api_base,
+            api_base=redact_url(req.api_base) if req.api_base else req.api_base,
             prune_report=active_report(),
         )
         record(entry, self.history)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sigform.lm.credentials import Credential
+from sigform.lm.credentials import Credential, is_secret_name, secret_header_values, url_secrets
 
-__all__ = ["Request", "cache_key", "normalise", "response_format_dict"]
+__all__ = ["Request", "cache_key", "credential_identity", "normalise", "response_format_dict"]
 
 Message = dict[str, Any]
 
@@ -37,11 +38,15 @@ class Request:
 
     def known_secrets(self) -> list[str]:
         """The secret values of this request's credentials already resolved, for scrubbing error
-        text. Read when an error is mapped, after the request resolved them (a command's or a
-        callable's value is unknown before the first send)."""
+        text: the key and secret connection settings (a command's or a callable's value is known
+        after the first send), credential headers (``Authorization``, ``x-api-key``, ...) and the
+        credentials inside ``api_base`` (``user:pass@``, ``?key=``)."""
         out = self.api_key.known_values() if self.api_key is not None else []
         for cred in self.connection.values():
             out += cred.known_values()
+        out += secret_header_values(self.headers)
+        if self.api_base:
+            out += url_secrets(self.api_base)
         return out
 
     def with_n(self, n: int | None) -> Request:
@@ -86,10 +91,29 @@ def normalise(value: Any) -> Any:
     return repr(value)
 
 
+def credential_identity(request: Request) -> bytes:
+    """Who is asking and how, as bytes to fingerprint (never stored as is): the resolved api key
+    (or, without one, the provider's keys in the environment, which the provider library would
+    send), every connection setting (``organization``, ``project`` ...) and every header. Raises
+    :class:`~sigform.lm.credentials.CredentialError` when a credential cannot be resolved."""
+    if request.api_key is not None:
+        key: Any = request.api_key.get()
+    else:
+        prefixes = (f"{request.provider.upper()}_", "OPENAI_API_KEY")
+        key = {k: v for k, v in os.environ.items() if k.startswith(prefixes) and is_secret_name(k)}
+    identity = {
+        "key": key if isinstance(key, (str, dict)) else repr(key),
+        "connection": {name: str(cred.get()) for name, cred in sorted(request.connection.items())},
+        "headers": sorted((str(k).lower(), str(v)) for k, v in request.headers.items()),
+    }
+    return json.dumps(identity, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
 def cache_key(request: Request, endpoint: str = "chat", *, rollout_id: Any = None) -> str:
     """The full request identity as a hex digest: model, provider, api_base, messages and every
-    parameter, normalised, plus the program's ``rollout_id`` (attempt number; not sent). Never the
-    api key, headers, timeout or retry settings."""
+    parameter, normalised, plus the program's ``rollout_id`` (attempt number; not sent). Never
+    the api key, headers, timeout or retry settings: the cache scopes this digest with a keyed
+    fingerprint of :func:`credential_identity` (:func:`sigform.lm.cache.scoped_key`)."""
     identity = {
         "endpoint": endpoint,
         "model": request.model,
@@ -101,7 +125,7 @@ def cache_key(request: Request, endpoint: str = "chat", *, rollout_id: Any = Non
     if rollout_id is not None:
         identity["rollout_id"] = normalise(rollout_id)
     blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def response_format_dict(fmt: Any) -> Any:

@@ -6,12 +6,37 @@ and connection errors. Authentication, bad-request and context-window errors fai
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from sigform.errors import LMError
 
-__all__ = ["RetryPolicy"]
+__all__ = ["RetryPolicy", "check_limits"]
+
+
+def check_limits(*, num_retries: Any = 0, timeout: Any = None, retry_delay: Any = 0.0) -> None:
+    """Refuse retry and timeout settings that cannot work (a negative timeout failed only at call
+    time with a raw ValueError; negative retries were taken as none), naming the setting."""
+    from sigform.lm.params import ParameterError
+
+    if isinstance(num_retries, bool) or not isinstance(num_retries, int) or num_retries < 0:
+        raise ParameterError(f"num_retries must be a whole number >= 0, got {num_retries!r}")
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ParameterError(f"timeout must be a number of seconds > 0 (None: no limit), got {timeout!r}")
+    if (
+        isinstance(retry_delay, bool)
+        or not isinstance(retry_delay, (int, float))
+        or not math.isfinite(retry_delay)
+        or retry_delay < 0
+    ):
+        raise ParameterError(f"retry_delay must be a number of seconds >= 0, got {retry_delay!r}")
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,18 @@ def _build_validator(spec: FieldSpec) -> tuple[Validator, bool]:
     return adapter.validate_python, accepts_none
 
 
+def _bool_as_number(value: Any, result: Any) -> bool:
+    """Whether lax validation turned a ``True``/``False`` into a number (``1``, ``0.0``): a bool
+    for a number field is almost always a mistake, and it would be sent as 1 without a word."""
+    if isinstance(value, bool):
+        return isinstance(result, (int, float)) and not isinstance(result, bool)
+    if isinstance(value, (list, tuple)) and isinstance(result, (list, tuple)) and len(value) == len(result):
+        return any(_bool_as_number(v, r) for v, r in zip(value, result, strict=True))
+    if isinstance(value, Mapping) and isinstance(result, Mapping):
+        return any(_bool_as_number(v, result[k]) for k, v in value.items() if k in result)
+    return False
+
+
 def _first_error_line(exc: Exception) -> str:
     errors = getattr(exc, "errors", None)
     if callable(errors):
@@ -118,6 +130,8 @@ class InputChecker:
                 continue
             try:
                 out[name] = validate(value)
+                if _bool_as_number(value, out[name]):
+                    raise ValueError("a bool is not a number; pass 1/0 if a number is meant")
             except SigformError:
                 raise
             except Exception as exc:

@@ -222,11 +222,14 @@ class Module:
 
         return dump_program(self)
 
-    def load_state(self, state: Mapping[str, Any], *, restore_lm: bool = True) -> Module:
-        """Apply state from :meth:`dump_state`, matching predictors and fields by name; returns self."""
+    def load_state(
+        self, state: Mapping[str, Any], *, restore_lm: bool = False, api_key: Any = None
+    ) -> Module:
+        """Apply state from :meth:`dump_state`, matching predictors and fields by name; returns self.
+        The saved LM is used only with ``restore_lm=True`` (see :meth:`load`)."""
         from sigform.predict.persistence import load_program
 
-        load_program(self, state, restore_lm=restore_lm)
+        load_program(self, state, restore_lm=restore_lm, api_key=api_key)
         return self
 
     def save(self, path: str | Path) -> Path:
@@ -236,14 +239,16 @@ class Module:
 
         return save_program(self, path)
 
-    def load(self, path: str | Path, *, restore_lm: bool = True) -> Module:
+    def load(self, path: str | Path, *, restore_lm: bool = False, api_key: Any = None) -> Module:
         """Read state written by :meth:`save` into this program; returns self.
 
-        Predictors and fields are matched by name; any mismatch is a clear error.
+        Predictors and fields are matched by name; any mismatch is a clear error. The file is
+        untrusted data: it never changes which LM answers unless ``restore_lm=True``, and never
+        supplies a credential (``api_key=`` does; see :mod:`sigform.predict.persistence`).
         """
         from sigform.predict.persistence import load_program_file
 
-        load_program_file(self, path, restore_lm=restore_lm)
+        load_program_file(self, path, restore_lm=restore_lm, api_key=api_key)
         return self
 
     # -- many inputs ------------------------------------------------------------------------------

@@ -2,8 +2,15 @@
 
 For each predictor (by its attribute path from :meth:`Module.named_predictors`) the file holds
 the signature (field names, kinds, types, descriptions, constraints, instructions), the demos,
-the LM options (``temperature=...``) and the LM's own settings -- never a secret: literal API
-keys are left out by the LM, and option names that look like secrets are dropped here.
+the LM options (``temperature=...``) and the LM's own settings -- never a credential: no API key
+and no ``env:``/``cmd:`` reference (see :mod:`sigform.lm.saved_state`), no header, no option
+whose name looks like a secret.
+
+A program file is data people share, so loading treats it as untrusted: it never runs a
+command, reads an environment variable, or changes where requests go or which LM answers. The
+saved LM is rebuilt only when the caller asks (``restore_lm=True``), for predictors without an
+LM of their own, with the credential from the caller (``api_key=``); saved options other than
+request parameters, and credential fields of older files, are ignored with a warning.
 
 Loading matches predictors and their fields by name. A predictor or field missing on either
 side, a changed type or kind, or a different program class is a :class:`ProgramStateError` (or
@@ -16,11 +23,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sigform.errors import ProgramStateError, SignatureError
+from sigform.lm.saved_state import request_options
 from sigform.predict.example import Example, as_example
 
 if TYPE_CHECKING:
@@ -52,7 +61,15 @@ def _lm_state(lm: Any) -> dict[str, Any] | None:
 
 
 def _config_state(config: Mapping[str, Any], where: str) -> dict[str, Any]:
-    return {k: _jsonable(v, f"{where}.config.{k}") for k, v in public_options(config).items()}
+    return {
+        k: _jsonable(v, f"{where}.config.{k}")
+        for k, v in public_options(config).items()
+        if not _is_reference(v)
+    }
+
+
+def _is_reference(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().startswith(("env:", "cmd:"))
 
 
 def public_options(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,23 +149,40 @@ def _restore_demo(entry: Any, signature: Any, where: str) -> Example:
     return example.with_inputs(*inputs) if inputs is not None else example
 
 
-def _restore_lm(entry: Any, where: str) -> Any:
+def _restore_lm(entry: Any, where: str, restore: bool, api_key: Any) -> Any:
     if entry is None:
         return None
     if not isinstance(entry, Mapping) or "state" not in entry:
-        raise ProgramStateError(f"{where}: malformed lm entry {entry!r}")
+        raise ProgramStateError(f"{where}: malformed lm entry")
     if entry.get("class") != "LM":
         return None  # a custom LM class: we cannot rebuild it; the program keeps its own
-    from sigform.lm import LM
+    from sigform.lm.saved_state import SavedStateWarning, credential_fields, lm_from_state
 
-    return LM.load_state(entry["state"])
+    if restore:
+        return lm_from_state(entry["state"], where=f"{where}.lm", api_key=api_key)
+    state = entry["state"]
+    ignored = credential_fields(state) if isinstance(state, Mapping) else []
+    if ignored:  # an older file: say that what it names is not used (nor would it be on restore)
+        warnings.warn(
+            f"{where}.lm: the saved LM names credentials ({', '.join(ignored)}); they are ignored: "
+            "saved programs never carry credentials",
+            SavedStateWarning,
+            stacklevel=5,
+        )
+    return None
 
 
-def load_program(program: Module, state: Mapping[str, Any], *, restore_lm: bool = True) -> None:
+def load_program(
+    program: Module, state: Mapping[str, Any], *, restore_lm: bool = False, api_key: Any = None
+) -> None:
     """Apply ``state`` (from :func:`dump_program`) to ``program``; all or nothing.
 
-    With ``restore_lm``, a predictor that has no LM of its own gets the saved one (an LM set on
-    the program is never replaced).
+    The saved LM is ignored unless ``restore_lm``: then a predictor that has no LM of its own
+    gets one rebuilt from the saved model, endpoint, request defaults and options, whose
+    credential is ``api_key`` (a literal, ``env:``/``cmd:`` or a callable: the caller's), else the
+    configured LM's when it is the same model at the same endpoint (an LM set on the program is
+    never replaced). Saved per-predictor options other than request parameters are ignored with
+    a warning.
     """
     if not isinstance(state, Mapping) or state.get("format") != FORMAT:
         raise ProgramStateError("not a saved sigform program (missing format marker 'sigform.program')")
@@ -189,8 +223,14 @@ def load_program(program: Module, state: Mapping[str, Any], *, restore_lm: bool 
         demos = [
             _restore_demo(d, signature, f"{name}.demos[{i}]") for i, d in enumerate(entry.get("demos", []))
         ]
-        config = dict(entry.get("config") or {})
-        lm = _restore_lm(entry.get("lm"), name) if restore_lm and predictor.lm is None else None
+        config = entry.get("config") or {}
+        if not isinstance(config, Mapping):
+            raise ProgramStateError(f"predictor {name!r}: the saved config is not a mapping")
+        config = request_options(config, f"predictor {name!r}")
+        native = entry.get("native_reasoning")
+        if native is not None and not isinstance(native, bool):
+            raise ProgramStateError(f"predictor {name!r}: saved native_reasoning must be true or false")
+        lm = _restore_lm(entry.get("lm"), f"predictor {name!r}", restore_lm and predictor.lm is None, api_key)
         updates.append((predictor, signature, demos, config, lm, entry))
     for predictor, signature, demos, config, lm, entry in updates:  # everything matched: apply
         predictor.signature = signature
@@ -198,14 +238,16 @@ def load_program(program: Module, state: Mapping[str, Any], *, restore_lm: bool 
         predictor.config = config
         if lm is not None:
             predictor.lm = lm
-        if "native_reasoning" in entry and hasattr(predictor, "native_reasoning"):
+        if entry.get("native_reasoning") is not None and hasattr(predictor, "native_reasoning"):
             predictor.native_reasoning = entry["native_reasoning"]
 
 
-def load_program_file(program: Module, path: str | Path, *, restore_lm: bool = True) -> None:
-    """Read JSON written by :func:`save_program` into ``program``."""
+def load_program_file(
+    program: Module, path: str | Path, *, restore_lm: bool = False, api_key: Any = None
+) -> None:
+    """Read JSON written by :func:`save_program` into ``program`` (see :func:`load_program`)."""
     try:
         state = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ProgramStateError(f"{path}: not valid JSON ({exc})") from None
-    load_program(program, state, restore_lm=restore_lm)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ProgramStateError(f"{path}: not valid JSON ({type(exc).__name__}: {exc})") from None
+    load_program(program, state, restore_lm=restore_lm, api_key=api_key)

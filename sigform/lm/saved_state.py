@@ -1,0 +1,188 @@
+"""What a saved program may say about its LM, and how a loader rebuilds one from it.
+
+A saved program is shared data, so its LM entry is untrusted. It may name the model, a literal
+endpoint URL (without credentials), known request parameters (``temperature``, ...), non-secret
+connection settings given as literals (``api_version``, ``organization`` ...) and sigform's own
+options (cache, retries, timeout ...). It never carries a credential: no API key, no secret
+connection setting, no ``env:``/``cmd:`` reference (a file that does is read with those fields
+ignored and a warning). Rebuilding never runs a command or reads an environment variable: every
+value from the file is taken as a literal. The credential comes from the loader: ``api_key=``,
+else the configured LM's when it talks to the same model at the same endpoint. An LM whose
+endpoint the file names and that got no credential that way sends a placeholder key, so the
+provider's ambient key (``OPENAI_API_KEY``, ...) never goes to an address the file chose.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from sigform.errors import ProgramStateError
+from sigform.lm.credentials import Credential, is_secret_name, strip_url_credentials, url_secrets
+from sigform.lm.params import BASE_SPECS
+
+if TYPE_CHECKING:
+    from sigform.lm.model import LM
+
+__all__ = ["IGNORED_KEY", "SavedStateWarning", "lm_from_state", "lm_state", "request_options"]
+
+IGNORED_KEY = "sk-no-key-required"  # sent instead of any ambient key to an endpoint a file named
+# connection settings a file may set (as literals): none of them is a secret or an address
+_SAFE_CONNECTION = frozenset({"api_version", "organization", "project", "region_name", "aws_region_name"})
+# sigform options a saved LM may carry, with the types they must have
+_OPTIONS: dict[str, tuple[type, ...]] = {
+    "cache": (bool,),
+    "num_retries": (int,),
+    "timeout": (int, float, type(None)),
+    "fast_path": (bool, type(None)),
+    "strict": (bool,),
+    "prompt_cache": (bool, type(None)),
+}
+# per-predictor options a saved program may carry besides request parameters
+_PREDICTOR_CONTROL = frozenset({"cache", "num_retries", "timeout", "prompt_cache", "rollout_id"})
+
+
+class SavedStateWarning(UserWarning):
+    """Part of a saved program was ignored: a credential, a reference or an unsafe setting."""
+
+
+def _warn(where: str, what: str) -> None:
+    warnings.warn(f"{where}: {what}", SavedStateWarning, stacklevel=4)
+
+
+def _is_reference(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().startswith(("env:", "cmd:"))
+
+
+def lm_state(lm: LM) -> dict[str, Any]:
+    """The JSON-ready description of ``lm`` a saved program keeps: never a credential or a
+    reference to one (the endpoint URL loses its ``user:pass@`` and ``?key=`` parts)."""
+    state: dict[str, Any] = {"model": lm.model, "kwargs": dict(lm.kwargs)}
+    if lm._api_base is not None and lm._api_base.state() is not None:
+        state["api_base"] = lm._api_base.state()
+    conn = {
+        k: c.state() for k, c in lm._connection.items() if k in _SAFE_CONNECTION and c.state() is not None
+    }
+    if conn:
+        state["connection"] = conn
+    for name in ("cache", "num_retries", "timeout", "fast_path", "strict"):
+        state[name] = getattr(lm, name)
+    if lm.capabilities:
+        state["capabilities"] = dict(lm.capabilities)
+    if lm.prompt_cache is not None:
+        state["prompt_cache"] = lm.prompt_cache
+    return state
+
+
+def credential_fields(state: Mapping[str, Any]) -> list[str]:
+    """The credential fields an (old or hostile) saved LM entry carries, by name only."""
+    found = [name for name in state if name != "kwargs" and name != "connection" and is_secret_name(name)]
+    found += [name for name in ("api_base",) if _is_reference(state.get(name))]
+    if isinstance(state.get("api_base"), str) and url_secrets(state["api_base"]):
+        found.append("api_base credentials")
+    for group in ("connection", "kwargs"):
+        entries = state.get(group)
+        if isinstance(entries, Mapping):
+            found += [
+                f"{group}.{k}" for k, v in entries.items() if is_secret_name(str(k)) or _is_reference(v)
+            ]
+    return found
+
+
+def request_options(config: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The saved options a loader applies: known request parameters and sigform's per-call
+    options; anything else (a credential, a header, an endpoint or an unknown name that a provider
+    library might read as one) is dropped with a warning."""
+    kept: dict[str, Any] = {}
+    dropped = []
+    for name, value in config.items():
+        if (
+            isinstance(name, str)
+            and (name in BASE_SPECS or name in _PREDICTOR_CONTROL)
+            and not _is_reference(value)
+        ):
+            kept[name] = value
+        else:
+            dropped.append(str(name))
+    if dropped:
+        _warn(
+            where,
+            f"ignored saved options {', '.join(map(repr, dropped))}: a saved program may set only "
+            "request parameters; set others in code",
+        )
+    return kept
+
+
+def _option(state: Mapping[str, Any], name: str, where: str) -> Any:
+    value = state[name]
+    types = _OPTIONS[name]
+    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+    if ok and isinstance(value, float) and not math.isfinite(value):
+        ok = False
+    if not ok:
+        expected = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+        raise ProgramStateError(f"{where}: saved LM option {name!r} must be {expected}, got {value!r}")
+    return value
+
+
+def lm_from_state(state: Mapping[str, Any], *, where: str = "lm", api_key: Any = None) -> LM:
+    """An LM rebuilt from :func:`lm_state` output of an untrusted file (see the module doc)."""
+    from sigform.lm.model import LM
+    from sigform.settings import get_setting
+
+    if not isinstance(state, Mapping):
+        raise ProgramStateError(f"{where}: malformed saved LM {state!r}")
+    model = state.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise ProgramStateError(f"{where}: the saved LM has no model name")
+    ignored = credential_fields(state)
+    if ignored:
+        _warn(
+            where,
+            f"ignored credential fields of the saved LM ({', '.join(ignored)}): saved programs "
+            "never carry credentials; pass api_key= to load() or configure an LM",
+        )
+    args: dict[str, Any] = {}
+    for name in _OPTIONS:
+        if name in state:
+            args[name] = _option(state, name, where)
+    capabilities = state.get("capabilities")
+    if capabilities is not None:
+        if not isinstance(capabilities, Mapping) or not all(
+            isinstance(v, bool) for v in capabilities.values()
+        ):
+            raise ProgramStateError(f"{where}: saved LM capabilities must map feature names to true/false")
+        args["capabilities"] = {str(k): v for k, v in capabilities.items()}
+    kwargs = state.get("kwargs") or {}
+    if not isinstance(kwargs, Mapping):
+        raise ProgramStateError(f"{where}: saved LM kwargs must be a mapping")
+    args.update(request_options({k: v for k, v in kwargs.items() if k not in _PREDICTOR_CONTROL}, where))
+    connection = state.get("connection") or {}
+    if not isinstance(connection, Mapping):
+        raise ProgramStateError(f"{where}: saved LM connection settings must be a mapping")
+    for name, value in connection.items():
+        if name in _SAFE_CONNECTION and isinstance(value, str) and not _is_reference(value):
+            args[name] = Credential.literal(name, value, secret=False)
+        elif not is_secret_name(str(name)) and not _is_reference(value):
+            _warn(where, f"ignored saved connection setting {name!r} (not one a saved program may set)")
+    api_base = state.get("api_base")
+    if api_base is not None and not (isinstance(api_base, str) and api_base.strip()):
+        raise ProgramStateError(f"{where}: saved LM api_base must be a URL string, got {api_base!r}")
+    if api_base is not None and not _is_reference(api_base):
+        args["api_base"] = Credential.literal("api_base", strip_url_credentials(api_base), secret=False)
+    if api_key is not None:
+        args["api_key"] = api_key
+    else:
+        configured = get_setting("lm")
+        if (
+            isinstance(configured, LM)
+            and configured.model == model
+            and configured.api_base == (args["api_base"].get() if "api_base" in args else None)
+        ):
+            args["api_key"] = configured._api_key  # the caller's own credential, same endpoint
+            args.update({k: c for k, c in configured._connection.items() if k not in args})
+        elif "api_base" in args:
+            args["api_key"] = Credential.literal("api_key", IGNORED_KEY, secret=True)
+    return LM(model, **args)
