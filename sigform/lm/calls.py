@@ -34,11 +34,14 @@ def _threads() -> ThreadPoolExecutor:
     return _pool
 
 
-def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str) -> Any:
+Parsed = tuple[list[Completion], Usage]
+
+
+def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str) -> Parsed:
     attempt = 0
     while True:
-        try:
-            return route.backend.complete(req)
+        try:  # parsed inside the retry loop: a malformed 200 is retried like a 5xx
+            return _parse(route, route.backend.complete(req))
         except Exception as exc:
             err = map_exception(exc, model=label, secrets=req.known_secrets())
             if err is exc:
@@ -53,11 +56,11 @@ def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str) -
     raise explained(route, err)
 
 
-async def _attempt_async(route: Route, req: Request, policy: RetryPolicy, label: str) -> Any:
+async def _attempt_async(route: Route, req: Request, policy: RetryPolicy, label: str) -> Parsed:
     attempt = 0
     while True:
         try:
-            return await route.backend.acomplete(req)
+            return _parse(route, await route.backend.acomplete(req))
         except Exception as exc:
             err = map_exception(exc, model=label, secrets=req.known_secrets())
             if err is exc:
@@ -70,7 +73,7 @@ async def _attempt_async(route: Route, req: Request, policy: RetryPolicy, label:
     raise explained(route, err)  # outside the except block, as above
 
 
-def _parse(route: Route, result: tuple[dict[str, Any], float | None]) -> tuple[list[Completion], Usage]:
+def _parse(route: Route, result: tuple[dict[str, Any], float | None]) -> Parsed:
     body, cost = result
     usage = parse_usage(body.get("usage"), cost)
     return parse_choices(body, model=route.model, provider=route.provider, usage=usage), usage
@@ -90,10 +93,7 @@ def _merge(parts: list[tuple[list[Completion], Usage]], n: int, label: str) -> l
 
 def complete_n(route: Route, req: Request, n: int, policy: RetryPolicy, label: str) -> list[Completion]:
     """``n`` completions for ``req`` (sync)."""
-    if n == 1 or route.supports_n:
-        parts = [_parse(route, _attempt_sync(route, req.with_n(n), policy, label))]
-    else:
-        parts = []
+    parts = [_attempt_sync(route, req.with_n(n), policy, label)] if n == 1 or route.supports_n else []
     missing = n - sum(len(c) for c, _ in parts)
     if missing > 0:
         parts += _singles(route, req, missing, policy, label)
@@ -104,10 +104,8 @@ async def acomplete_n(
     route: Route, req: Request, n: int, policy: RetryPolicy, label: str
 ) -> list[Completion]:
     """``n`` completions for ``req`` (async, concurrent requests when needed)."""
-    if n == 1 or route.supports_n:
-        parts = [_parse(route, await _attempt_async(route, req.with_n(n), policy, label))]
-    else:
-        parts = []
+    one = n == 1 or route.supports_n
+    parts = [await _attempt_async(route, req.with_n(n), policy, label)] if one else []
     missing = n - sum(len(c) for c, _ in parts)
     if missing > 0:
         parts += await _asingles(route, req, missing, policy, label)
@@ -131,12 +129,11 @@ def _singles(
 ) -> list[tuple[list[Completion], Usage]]:
     single = req.with_n(None)
     futures = [_threads().submit(_attempt_sync, route, single, policy, label) for _ in range(count)]
-    return [_parse(route, f.result()) for f in futures]
+    return [f.result() for f in futures]
 
 
 async def _asingles(
     route: Route, req: Request, count: int, policy: RetryPolicy, label: str
 ) -> list[tuple[list[Completion], Usage]]:
     single = req.with_n(None)
-    results = await asyncio.gather(*(_attempt_async(route, single, policy, label) for _ in range(count)))
-    return [_parse(route, r) for r in results]
+    return list(await asyncio.gather(*(_attempt_async(route, single, policy, label) for _ in range(count))))

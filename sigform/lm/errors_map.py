@@ -24,6 +24,7 @@ from sigform.errors import (
     RateLimitError,
 )
 from sigform.lm.credentials import scrub
+from sigform.lm.response import MalformedResponseError
 
 __all__ = ["map_exception", "parse_retry_after", "retry_after_of"]
 
@@ -156,6 +157,11 @@ def _wrappable(exc: BaseException) -> bool:
 def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()) -> BaseException:
     """The sigform :class:`LMError` for ``exc``; exceptions that are not API failures (bugs,
     cancellations) are returned unchanged so they propagate as they are."""
+    if isinstance(exc, MalformedResponseError):  # a 200 that is no completion: retried like a 5xx
+        what = scrub(str(exc), list(secrets))
+        return ProviderError(
+            f"{model}: the provider sent a malformed response: {what}", model=model, provider_message=what
+        )
     if isinstance(exc, LMError) or not _wrappable(exc):
         return exc
     original = getattr(exc, "original_exception", None)

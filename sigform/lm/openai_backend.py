@@ -30,6 +30,7 @@ from typing import Any
 
 from sigform.lm.client_pool import ClientPool, Lease
 from sigform.lm.request import Request
+from sigform.lm.response import parse_body
 
 __all__ = ["FAST_PROVIDERS", "MAX_CLIENTS", "OpenAIBackend", "request_model_name"]
 
@@ -171,7 +172,7 @@ class OpenAIBackend:
                     "/chat/completions", body=self._body(req), cast_to=httpx2.Response,
                     options=self._options(req),
                 )
-                return response.json(), None
+                return parse_body(response.content), None
             request = direct.request(self._body(req), req.headers, req.timeout)
             try:
                 response = client._client.send(request)
@@ -195,7 +196,7 @@ class OpenAIBackend:
                     "/chat/completions", body=self._body(req), cast_to=httpx2.Response,
                     options=self._options(req),
                 )
-                return response.json(), None
+                return parse_body(response.content), None
             request = direct.request(self._body(req), req.headers, req.timeout)
             try:
                 response = await client._client.send(request)
@@ -311,7 +312,7 @@ class _Direct:
     def result(client: Any, response: Any) -> dict[str, Any]:
         if response.status_code >= 400:
             raise client._make_status_error_from_response(response)
-        return json.loads(response.content)
+        return parse_body(response.content)  # an HTML page or `[]` is a malformed response
 
 
 _directs: weakref.WeakKeyDictionary[Any, _Direct | None] = weakref.WeakKeyDictionary()

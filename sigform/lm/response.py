@@ -3,6 +3,10 @@
 Both backends hand this module plain dicts: the openai SDK path the JSON body, the litellm path
 ``ModelResponse.model_dump()``. Reasoning text is read from ``reasoning_content`` (litellm,
 DeepSeek, vLLM) or ``reasoning`` (some OpenAI-compatible servers).
+
+A body that is not a chat completion (an HTML error page with status 200, ``[]``, a choice that
+is not an object, ``"prompt_tokens": "many"``) raises :class:`MalformedResponseError`, which the
+caller maps to a retryable :class:`~sigform.errors.ProviderError`, like a 5xx.
 """
 
 from __future__ import annotations
@@ -11,9 +15,46 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from sigform.errors import SigformError
 from sigform.lm.interface import Completion, ToolCall, Usage
 
-__all__ = ["decode_arguments", "finish_reason", "parse_choices", "parse_usage", "reasoning_of", "text_of"]
+__all__ = [
+    "MalformedResponseError",
+    "decode_arguments",
+    "finish_reason",
+    "parse_body",
+    "parse_choices",
+    "parse_usage",
+    "reasoning_of",
+    "text_of",
+]
+
+
+class MalformedResponseError(SigformError, ValueError):
+    """A successful (HTTP 200) response whose body is not a chat completion."""
+
+
+def parse_body(content: bytes | str) -> dict[str, Any]:
+    """A response body as a JSON object, or :class:`MalformedResponseError` (never a raw
+    ``JSONDecodeError``) naming what came instead."""
+    try:
+        body = json.loads(content)
+    except (ValueError, RecursionError):
+        head = content[:60] if content else "an empty body"
+        raise MalformedResponseError(f"the response is not JSON (starts with {head!r})") from None
+    if not isinstance(body, dict):
+        raise MalformedResponseError(f"the response is a JSON {type(body).__name__}, not an object")
+    return body
+
+
+def _count(name: str, value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)  # a count sent as a string of digits is still that count
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        raise MalformedResponseError(f"usage {name} is {value!r}, not a token count")
+    return int(value)
 
 
 def decode_arguments(raw: Any) -> Mapping[str, Any] | str:
@@ -67,13 +108,18 @@ def parse_usage(usage: Mapping[str, Any] | None, cost: float | None = None) -> U
     """A :class:`Usage` from an OpenAI-shaped ``usage`` object (missing fields count 0)."""
     if not usage:
         return Usage(cost=cost)
+    if not isinstance(usage, Mapping):
+        raise MalformedResponseError(f"usage is a {type(usage).__name__}, not an object")
     completion_details = usage.get("completion_tokens_details") or {}
     prompt_details = usage.get("prompt_tokens_details") or {}
+    if not isinstance(completion_details, Mapping) or not isinstance(prompt_details, Mapping):
+        raise MalformedResponseError("usage token details are not objects")
+    cached = prompt_details.get("cached_tokens") or usage.get("cache_read_input_tokens")
     return Usage(
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
-        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
-        cached_tokens=int(prompt_details.get("cached_tokens") or usage.get("cache_read_input_tokens") or 0),
+        prompt_tokens=_count("prompt_tokens", usage.get("prompt_tokens")),
+        completion_tokens=_count("completion_tokens", usage.get("completion_tokens")),
+        reasoning_tokens=_count("reasoning_tokens", completion_details.get("reasoning_tokens")),
+        cached_tokens=_count("cached_tokens", cached),
         cost=cost,
     )
 
@@ -85,10 +131,14 @@ def finish_reason(reason: str | None, tool_calls: tuple[ToolCall, ...]) -> str |
 
 
 def _tool_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...]:
-    calls = message.get("tool_calls") or ()
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, (list, tuple)):
+        raise MalformedResponseError("tool_calls is not a list")
     out = []
     for call in calls:
-        fn = call.get("function") or {}
+        fn = call.get("function") or {} if isinstance(call, Mapping) else None
+        if not isinstance(fn, Mapping):
+            raise MalformedResponseError(f"a tool call is not an object: {str(call)[:60]!r}")
         out.append(
             ToolCall(
                 name=str(fn.get("name") or ""),
@@ -106,11 +156,21 @@ def parse_choices(
     provider: str,
     usage: Usage,
 ) -> list[Completion]:
-    """One :class:`Completion` per choice, in choice order, each carrying the request ``usage``."""
-    choices = sorted(body.get("choices") or (), key=lambda c: c.get("index") or 0)
+    """One :class:`Completion` per choice, in choice order, each carrying the request ``usage``
+    (:class:`MalformedResponseError` for a body that is not a chat completion)."""
+    if not isinstance(body, Mapping):
+        raise MalformedResponseError(f"the response is a {type(body).__name__}, not an object")
+    choices = body.get("choices") or []
+    if not isinstance(choices, list) or not all(isinstance(c, Mapping) for c in choices):
+        raise MalformedResponseError(f"choices is not a list of objects: {str(choices)[:60]!r}")
+    if not all(isinstance(c.get("index") or 0, int) for c in choices):
+        raise MalformedResponseError("a choice index is not a number")
+    choices = sorted(choices, key=lambda c: c.get("index") or 0)
     out = []
     for choice in choices:
         message = choice.get("message") or {}
+        if not isinstance(message, Mapping):
+            raise MalformedResponseError(f"a choice's message is not an object: {str(message)[:60]!r}")
         calls = _tool_calls(message)
         out.append(
             Completion(
@@ -120,7 +180,7 @@ def parse_choices(
                 finish_reason=finish_reason(choice.get("finish_reason"), calls),
                 logprobs=choice.get("logprobs"),
                 usage=usage,
-                model=body.get("model") or model,
+                model=body["model"] if isinstance(body.get("model"), str) and body["model"] else model,
                 provider=provider,
             )
         )
