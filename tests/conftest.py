@@ -17,3 +17,25 @@ def _isolated_configuration() -> Iterator[None]:
     with settings._global_lock:
         settings._global.clear()
         settings._global.update(saved)
+
+
+@pytest.fixture(scope="session")
+def _capabilities_dir(tmp_path_factory: pytest.TempPathFactory) -> object:
+    return tmp_path_factory.mktemp("endpoint-capabilities")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_endpoint_capabilities(
+    _capabilities_dir: object, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """What endpoints accepted is remembered per process and in the cache folder: each test
+    starts with nothing learned, and never writes to the user's cache folder."""
+    from pathlib import Path
+
+    from sigform.lm import capabilities
+
+    path = Path(str(_capabilities_dir)) / capabilities.FILE_NAME
+    monkeypatch.setattr(capabilities, "capabilities_path", lambda: path)
+    capabilities.forget(disk=True)
+    yield
+    capabilities.forget(disk=True)

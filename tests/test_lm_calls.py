@@ -337,10 +337,11 @@ def test_unconfigured_lm_says_once_that_it_uses_the_local_model() -> None:
     assert "local model" not in logged.stderr
 
 
-def test_supports_is_conservative_for_unknown_servers(fake: FakeOpenAIServer) -> None:
+def test_unknown_servers_are_asked_for_structured_outputs_until_they_refuse(fake: FakeOpenAIServer) -> None:
     lm = make_lm(fake, None)
     assert lm.supports("stop")
-    assert not lm.supports("json_schema") and not lm.supports("tools") and not lm.supports("nonsense")
+    assert lm.supports("json_schema") and lm.supports("json_object")  # tried first, stepped down on rejection
+    assert not lm.supports("tools") and not lm.supports("nonsense")
     lm2 = make_lm(fake, None, capabilities={"json_schema": True})
     assert lm2.supports("json_schema")
 

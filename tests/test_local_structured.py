@@ -9,6 +9,7 @@ cache dir, and every request is kept small (the machine has 2 cores).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Iterator
@@ -117,3 +118,32 @@ def test_the_cache_survives_a_server_restart(server: str, tmp_path: object) -> N
     after = local.current_server()
     assert before is not None and after is not None and after.port != before.port
     assert again.usage.cache_hit and again.text == first.text
+
+
+def test_the_server_as_an_unknown_openai_compatible_endpoint_is_discovered(server: str) -> None:
+    # the same llama.cpp server reached as a user would reach any server (no "local" knowledge):
+    # the strict schema is tried, the rejection steps down to grammar-constrained json_object,
+    # and what answered is saved for the next process
+    from sigform.lm import capabilities
+
+    def extract() -> sf.Predict:
+        lm = sf.LM(f"openai/{local.MODEL_NAME}", api_base=server, api_key="local", cache=False)
+        return sf.Predict(
+            "text -> name: str, age: int", demos=DEMOS, adapter=sf.JSONAdapter(), lm=lm, temperature=0,
+            max_tokens=60,
+        )
+
+    first = extract()
+    pred = first(text="Anna Berg is 28 years old.")
+    assert isinstance(pred.age, int) and not isinstance(pred.age, bool)
+    formats = [entry.params.get("response_format", {}).get("type") for entry in first.lm.history]
+    assert formats == ["json_schema", "json_object"]
+    assert first.lm.history[0].error is not None and first.lm.history[1].error is None
+    saved = json.loads(capabilities.capabilities_path().read_text())["endpoints"]
+    key = capabilities.endpoint_key(f"openai/{local.MODEL_NAME}", server)
+    assert saved[key]["best"] == "json_object_schema"
+
+    capabilities.forget()  # as a new process would start: only the file remembers
+    second = extract()
+    second(text="Tom Reed, aged 45, lives in Leeds.")
+    assert [e.params["response_format"]["type"] for e in second.lm.history] == ["json_object"]

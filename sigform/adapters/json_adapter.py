@@ -5,15 +5,16 @@ Request modes, best first: a strict JSON schema (``response_format`` ``json_sche
 constrain generation with it), plain JSON-object mode, then plain text. When the provider
 rejects a schema request (:class:`~sigform.errors.BadRequestError`, or a
 :class:`~sigform.errors.ProviderError` such as llama.cpp's HTTP 500 on ``json_schema``), the
-adapter steps down one mode, remembers that per model for the life of the process, and logs it
-once on the ``sigform.adapters`` logger. Each mode is tried at most once per request.
+adapter steps down one mode and logs it once on the ``sigform.adapters`` logger. What an endpoint
+(model and ``api_base``) accepted is remembered for the process and, once a lower mode has
+answered, in the cache folder for other processes (:mod:`sigform.lm.capabilities`). Each mode is
+tried at most once per request.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Generator, Mapping
 from typing import Any, ClassVar
 
@@ -21,21 +22,20 @@ from sigform.adapters.base import Adapter, Request, _RunState
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.errors import BadRequestError, ProviderError
+from sigform.lm import capabilities
+from sigform.lm.capabilities import MODES
 from sigform.lm.interface import Completion, LMProtocol
 
 __all__ = ["MODES", "JSONAdapter", "forget_step_downs"]
 
 logger = logging.getLogger("sigform.adapters")
-
-MODES = ("json_schema", "json_object_schema", "json_object", "text")
-_step_downs: dict[str, int] = {}  # model -> index into MODES of the best mode still allowed
-_step_lock = threading.Lock()
+_DECLARED = ("json_schema", "json_object")  # capabilities a user may declare for these modes
 
 
 def forget_step_downs() -> None:
-    """Forget every remembered step-down (tests, or after changing a server's configuration)."""
-    with _step_lock:
-        _step_downs.clear()
+    """Forget every step-down this process learned (tests, or after changing a server's
+    configuration); the file in the cache folder stays (``capabilities.forget(disk=True)``)."""
+    capabilities.forget()
 
 
 class JSONAdapter(Adapter):
@@ -105,7 +105,10 @@ class JSONAdapter(Adapter):
         if lm.supports("json_object") or lm.supports("json_schema"):
             modes += ["json_object_schema", "json_object"] if self.structured_outputs else ["json_object"]
         modes.append("text")
-        floor = _step_downs.get(_model_key(lm), 0)
+        # a rejection seen in this process always counts; what another process saved does not
+        # when the user declared the structured-output abilities (capabilities={...})
+        declared = getattr(lm, "capabilities", None) or {}
+        floor = capabilities.best_mode(_model_key(lm), saved=not any(f in declared for f in _DECLARED))
         return [m for m in modes if MODES.index(m) >= floor]
 
     def response_format(self, mode: str, signature: Any) -> dict[str, Any] | None:
@@ -158,6 +161,7 @@ class JSONAdapter(Adapter):
                 state.attempts += 1
                 continue
             self._account(state, Request(request.messages, attempt), completions)
+            capabilities.record_answered(_model_key(lm), mode, persist=_persistable(lm))
             return completions
         raise AssertionError("unreachable: the text mode always answers or raises")
 
@@ -166,7 +170,16 @@ def _model_key(lm: LMProtocol) -> str:
     # per model and endpoint: one model name may be served by servers of different abilities
     model = str(getattr(lm, "model", "") or type(lm).__name__)
     base = getattr(lm, "api_base", None)
-    return f"{model} at {base}" if isinstance(base, str) and base else model
+    return capabilities.endpoint_key(model, base if isinstance(base, str) else None)
+
+
+def _persistable(lm: LMProtocol) -> bool:
+    """Whether what ``lm``'s endpoint accepted is worth saving for other processes: a sigform LM
+    at a fixed http(s) endpoint (not the embedded model, whose port changes with every server)."""
+    from sigform.lm.model import LM
+
+    base = lm.api_base if isinstance(lm, LM) else None
+    return isinstance(base, str) and base.startswith(("http://", "https://")) and lm.model != "local"
 
 
 def _schema_name(signature: Any) -> str:
@@ -177,12 +190,8 @@ def _schema_name(signature: Any) -> str:
 
 def _step_down(lm: LMProtocol, mode: str, next_mode: str, exc: Exception) -> None:
     key = _model_key(lm)
-    with _step_lock:
-        before = _step_downs.get(key, 0)
-        after = MODES.index(next_mode)
-        if after <= before:
-            return
-        _step_downs[key] = after
+    if not capabilities.record_rejected(key, mode, next_mode):
+        return
     logger.warning(
         "model %r rejected the %s response format (%s); using %s for this model from now on",
         key,

@@ -57,6 +57,9 @@ _CONNECTION = frozenset(
     }
 )
 # per-call options that steer sigform itself, not the request body
+# features of unknown OpenAI-compatible endpoints that are discovered by trying, and the weakest
+# JSON-adapter mode that still counts as having them
+_DISCOVERED = {"json_schema": "json_schema", "json_object": "json_object"}
 _CONTROL = frozenset({"cache", "num_retries", "timeout", "headers", "prompt_cache", "prune"})
 
 
@@ -336,8 +339,12 @@ class LM:
 
     def supports(self, feature: str) -> bool:
         """Whether the model supports ``feature`` natively (``json_schema``, ``json_object``,
-        ``tools``, ``reasoning``, ``stop``, ``multimodal``). Unknown OpenAI-compatible servers
-        answer conservatively; ``capabilities={...}`` overrides."""
+        ``tools``, ``reasoning``, ``stop``, ``multimodal``). ``capabilities={...}`` overrides.
+
+        An OpenAI-compatible server no model map knows is asked for structured outputs until it
+        rejects them (``json_schema`` and ``json_object`` answer True unless this endpoint turned
+        that mode down before, in this process or, on record, in another: see
+        :mod:`sigform.lm.capabilities`); its other features answer conservatively."""
         if feature in self.capabilities:
             return bool(self.capabilities[feature])
         from sigform.lm.routing import fast_path_eligible
@@ -346,6 +353,11 @@ class LM:
         if self.model == "local":
             return feature in ("json_schema", "json_object", "stop")
         if self.fast_path or (self.fast_path is None and fast_path_eligible(self.model, api_base)):
+            if feature in _DISCOVERED:
+                from sigform.lm import capabilities
+
+                floor = capabilities.best_mode(capabilities.endpoint_key(self.model, api_base))
+                return floor <= capabilities.MODES.index(_DISCOVERED[feature])
             return feature == "stop"
         from sigform.lm import litellm_backend as lb
 

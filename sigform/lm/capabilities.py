@@ -1,0 +1,202 @@
+"""Which structured-output mode an endpoint takes, learned by trying and remembered.
+
+For a model litellm knows, ``LM.supports`` answers from its model map. An arbitrary
+OpenAI-compatible server (vLLM, llama.cpp, Ollama, LM Studio, a proxy) is not in any map, so its
+abilities are discovered: the JSON adapter asks for the strongest mode first (a strict JSON
+schema), and a rejection steps down to the next (``json_object`` carrying the schema, plain
+``json_object``, then plain text). What an endpoint accepted is remembered:
+
+* for the process, per endpoint (model and ``api_base``), from the first rejection on;
+* across processes, in ``<cache>/endpoint-capabilities.json`` -- written only once a lower mode
+  has answered on that endpoint, so a failure that had nothing to do with the format (a wrong
+  model name, a server that was down) is never recorded as a missing ability. Entries expire
+  after :data:`TTL_SECONDS`, so an upgraded server is tried again.
+
+The file is untrusted input: it is read with a size cap, and any entry with an unknown mode, a
+key that is not text, or a timestamp that is not a finite past time is dropped. Keys carry the
+model name and the endpoint's scheme, host, port and path only -- never a user name, password,
+query string or key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = [
+    "FILE_NAME",
+    "MODES",
+    "TTL_SECONDS",
+    "best_mode",
+    "capabilities_path",
+    "endpoint_key",
+    "forget",
+    "record_answered",
+    "record_rejected",
+]
+
+logger = logging.getLogger("sigform.lm")
+
+# request modes of the JSON adapter, best first; "text" always works
+MODES = ("json_schema", "json_object_schema", "json_object", "text")
+FILE_NAME = "endpoint-capabilities.json"
+TTL_SECONDS = 7 * 24 * 3600
+MAX_ENTRIES = 256
+MAX_FILE_BYTES = 256 * 1024
+MAX_KEY_CHARS = 512
+_VERSION = 1
+
+_lock = threading.Lock()
+_floors: dict[str, int] = {}  # endpoint -> index into MODES of the best mode still allowed
+_saved: dict[str, int] | None = None  # what the file said when this process first looked
+
+
+def endpoint_key(model: str, api_base: str | None) -> str:
+    """``"<model> at <scheme://host:port/path>"`` (or the model alone without an endpoint).
+
+    User info, query and fragment are left out: they can carry credentials."""
+    if not api_base:
+        return model
+    parts = urlsplit(api_base)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port else ""
+    if not parts.scheme:
+        return f"{model} at {api_base.split('?')[0]}"
+    return f"{model} at {parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
+
+
+def capabilities_path() -> Path:
+    """Where the remembered abilities live: ``<cache>/endpoint-capabilities.json``."""
+    from sigform.lm.cache import cache_directory
+
+    return cache_directory() / FILE_NAME
+
+
+def best_mode(key: str, *, saved: bool = True) -> int:
+    """Index into :data:`MODES` of the best mode ``key`` may still be asked for (0: nothing
+    learned yet, so the strongest is tried). ``saved=False`` ignores what other processes saved."""
+    with _lock:
+        if key in _floors:
+            return _floors[key]
+        return _load().get(key, 0) if saved else 0
+
+
+def record_rejected(key: str, mode: str, next_mode: str) -> bool:
+    """Remember for this process that ``key`` rejected ``mode``; True when this is news."""
+    after = MODES.index(next_mode)
+    with _lock:
+        before = _floors.get(key, _load().get(key, 0))
+        if after <= before:
+            return False
+        _floors[key] = after
+    return True
+
+
+def record_answered(key: str, mode: str, *, persist: bool = True) -> None:
+    """``key`` answered a request in ``mode``. When modes above it were rejected (or nothing was
+    on file), save that to the cache folder for other processes."""
+    index = MODES.index(mode)
+    if index == 0:
+        return  # the strongest mode answered: what every endpoint is assumed to take
+    with _lock:
+        saved = _load()
+        if saved.get(key) == index or _floors.get(key, 0) != index:
+            return  # already on file, or no rejection seen in this process: nothing new
+        _floors[key] = index
+        saved[key] = index
+    if persist:
+        _write(key, index)
+
+
+def forget(*, disk: bool = False) -> None:
+    """Forget what this process learned (tests; after reconfiguring a server). ``disk=True``
+    also deletes the file."""
+    global _saved
+    with _lock:
+        _floors.clear()
+        _saved = None
+    if disk:
+        with contextlib.suppress(OSError):
+            capabilities_path().unlink()
+
+
+# ---- the file ---------------------------------------------------------------------------------
+
+
+def _load() -> dict[str, int]:
+    """The file's valid, unexpired entries, read once per process (call with ``_lock`` held)."""
+    global _saved
+    if _saved is None:
+        entries = _read_entries(capabilities_path())
+        _saved = {key: MODES.index(entry["best"]) for key, entry in entries.items()}
+    return _saved
+
+
+def _read_entries(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return {}
+    if len(raw) > MAX_FILE_BYTES:
+        logger.warning("ignoring %s: larger than %d bytes", path, MAX_FILE_BYTES)
+        return {}
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        logger.warning("ignoring %s: not valid JSON", path)
+        return {}
+    if not isinstance(data, dict) or data.get("version") != _VERSION:
+        return {}
+    if not isinstance(data.get("endpoints"), dict):
+        return {}
+    now = time.time()
+    entries: dict[str, dict[str, Any]] = {}
+    for key, entry in data["endpoints"].items():
+        if _valid(key, entry, now):
+            entries[key] = {"best": entry["best"], "checked": float(entry["checked"])}
+    return entries
+
+
+def _valid(key: Any, entry: Any, now: float) -> bool:
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or not isinstance(entry, dict):
+        return False
+    best, checked = entry.get("best"), entry.get("checked")
+    if not isinstance(best, str) or best not in MODES:
+        return False
+    if isinstance(checked, bool) or not isinstance(checked, (int, float)) or not math.isfinite(checked):
+        return False
+    return now - TTL_SECONDS < checked <= now + 60
+
+
+def _write(key: str, index: int) -> None:
+    """Merge one entry into the file (atomic replace; the newest :data:`MAX_ENTRIES` kept)."""
+    path = capabilities_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entries = _read_entries(path)
+        entries[key] = {"best": MODES[index], "checked": time.time()}
+        newest = sorted(entries.items(), key=lambda item: item[1]["checked"], reverse=True)[:MAX_ENTRIES]
+        payload = json.dumps({"version": _VERSION, "endpoints": dict(newest)}, indent=1, sort_keys=True)
+        fd, tmp = tempfile.mkstemp(prefix=".endpoint-capabilities-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(payload)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:  # a read-only cache folder costs a re-discovery, nothing more
+        logger.debug("could not save endpoint capabilities to %s: %s", path, exc)
