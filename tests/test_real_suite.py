@@ -87,6 +87,7 @@ def test_money_in_the_inputs_is_never_ambiguous() -> None:
         ("2025-05-01", "2025-05-01", True),
         ("2025-05-02", "2025-05-01", False),
         (["Eggs", "flour"], ["flour", "egg"], True),
+        (["tomato", "olive"], ["tomatoes", "olives"], True),
         (["flour"], ["flour", "eggs"], False),
         (["flour", "flour"], ["flour"], False),
         ("flour, eggs", ["flour", "eggs"], False),
@@ -225,3 +226,50 @@ def test_event_labels_validate_as_the_nested_model() -> None:
     example = TASKS["event"].examples("test")[0]
     event = TypeAdapter(TASKS["event"].outputs[0].annotation).validate_python(example["expect"]["event"])
     assert event.venue.city == example["expect"]["event"]["venue"]["city"]
+
+
+def test_runs_of_single_programs_merge_into_one_table_in_suite_order(tmp_path: Any) -> None:
+    from benchmarks.real_suite.__main__ import main
+
+    def run_of(program: str, split: str = "test") -> dict[str, Any]:
+        summary = {
+            "examples": 1,
+            "right": 1,
+            "parse_failures": 0,
+            "calls": 1,
+            "prompt_tokens": 10,
+            "completion_tokens": 5,
+            "seconds": 1.0,
+            "fields_right": 3,
+            "fields_total": 3,
+            "accuracy": 1.0,
+            "field_accuracy": 1.0,
+            "seconds_per_example": 1.0,
+            "prompt_tokens_per_call": 10.0,
+        }
+        result = {
+            "program": program,
+            "tasks": {"people": {"summary": summary, "records": []}},
+            "total": summary,
+        }
+        return {
+            "split": split,
+            "limit": None,
+            "model": "openai/m",
+            "max_tokens": 256,
+            "tasks": ["people"],
+            "results": [result],
+        }
+
+    paths = []
+    for name, program in (("a", "dspy:json"), ("b", "grammar"), ("c", "sigform:chat")):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(run_of(program)))
+    out = tmp_path / "merged.json"
+    assert main(["--merge", *map(str, paths), "--out", str(out)]) == 0
+    merged = json.loads(out.read_text())
+    assert [r["program"] for r in merged["results"]] == ["sigform:chat", "grammar", "dspy:json"]
+    assert "| sigform:chat | 100.0% (1/1) |" in out.with_suffix(".md").read_text()
+    paths[0].write_text(json.dumps(run_of("dspy:json", split="dev")))
+    with pytest.raises(ValueError, match="differ in"):
+        main(["--merge", *map(str, paths), "--out", str(out)])

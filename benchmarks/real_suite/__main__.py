@@ -61,16 +61,24 @@ def main(argv: list[str] | None = None) -> int:
         "--show-failures", action="store_true", help="list the examples each program got wrong"
     )
     parser.add_argument("--out", type=Path, help="write the run as JSON (records included) to this file")
-    args = parser.parse_args(argv)
-    run = run_all(
-        programs_of(args),
-        select(args.task),
-        split=args.split,
-        limit=args.limit,
-        api_base=args.api_base,
-        max_tokens=args.max_tokens,
-        log=lambda msg: print(msg, file=sys.stderr, flush=True),
+    parser.add_argument(
+        "--merge", type=Path, nargs="+", help="combine runs saved with --out (one program each) into --out"
     )
+    args = parser.parse_args(argv)
+    if args.merge:
+        run = report.merge([json.loads(path.read_text(encoding="utf-8")) for path in args.merge])
+        if args.out:
+            args.out.with_suffix(".md").write_text(report.markdown(run), encoding="utf-8")
+    else:
+        run = run_all(
+            programs_of(args),
+            select(args.task),
+            split=args.split,
+            limit=args.limit,
+            api_base=args.api_base,
+            max_tokens=args.max_tokens,
+            log=lambda msg: print(msg, file=sys.stderr, flush=True),
+        )
     print(report.markdown(run))
     if args.show_failures:
         print(report.failures(run))

@@ -82,3 +82,38 @@ def failures(run: dict[str, Any], limit: int = 10) -> str:
                     f"want {json.dumps(want, ensure_ascii=False)}"
                 )
     return "\n".join(out)
+
+
+def merge(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run out of several of the same split, tasks, model and limits (programs run apart,
+    e.g. on two servers at once), programs in the suite's order."""
+    from benchmarks.real_suite.run import ALL_PROGRAMS
+
+    same = ("split", "limit", "model", "max_tokens", "tasks")
+    first = runs[0]
+    for other in runs[1:]:
+        differs = [k for k in same if other.get(k) != first.get(k)]
+        if differs:
+            raise ValueError(f"cannot merge runs that differ in {differs}")
+    results = [rescore(r) for run in runs for r in run["results"]]
+    results.sort(key=lambda r: ALL_PROGRAMS.index(r["program"]))
+    return {**{k: first[k] for k in same}, "results": results}
+
+
+def rescore(result: dict[str, Any]) -> dict[str, Any]:
+    """A saved program result graded again with the current rules (one grader for the table)."""
+    from benchmarks.real_suite.run import score_records
+    from benchmarks.real_suite.scoring import summarise
+    from benchmarks.real_suite.tasks import TASKS
+
+    every: list[dict[str, Any]] = []
+    for name, task_result in result["tasks"].items():
+        if not task_result["records"]:
+            continue
+        by_id = {e["id"]: e for split in ("dev", "test") for e in TASKS[name].examples(split)}
+        records = score_records(task_result["records"], [by_id[r["id"]] for r in task_result["records"]])
+        task_result["summary"] = summarise(records)
+        every += records
+    if every:
+        result["total"] = summarise(every)
+    return result

@@ -4,7 +4,8 @@ An example is right when every output field is right. Strings compare without ca
 whitespace, quotes or trailing punctuation, and without a leading "the" (``The Lindenhof Inn`` is
 ``Lindenhof Inn``); a field may list other acceptable strings in the example's ``also``. Numbers
 compare within half a cent, and a bool is never a number. Lists of strings (ingredients) compare
-as multisets with a plural ``s`` ignored, since the order of ingredients carries no meaning.
+as multisets with a plural ``s`` (``es`` after an ``o``) ignored, since the order of ingredients
+carries no meaning.
 Dates compare as ISO text. ``None`` (not stated) matches only ``None``. Nested models compare
 field by field.
 """
@@ -26,6 +27,8 @@ def norm_text(text: str) -> str:
 
 def _item(text: str) -> str:
     out = norm_text(text)
+    if out.endswith("oes"):  # tomatoes, potatoes
+        return out[:-2]
     return out[:-1] if out.endswith("s") else out
 
 
