@@ -218,8 +218,9 @@ def test_float_recoveries(raw: Any, field: str, expected: float) -> None:
     assert out == expected and type(out) is float
 
 
-def test_currency_and_percent_only_on_their_fields() -> None:
-    assert "_usd" in fails("$12.50", float, field="price")
+def test_currency_unless_the_field_names_another_and_percent_only_on_its_fields() -> None:
+    assert coerce("$12.50", float, field="price") == 12.5  # issue 12: any numeric field
+    assert "USD" in fails("€12.50", float, field="price_usd")
     assert "_percent" in fails("35%", float, field="rate")
     assert "_percent" in fails("35%", float, field="price_usd")
 

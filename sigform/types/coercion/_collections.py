@@ -12,17 +12,22 @@ import re
 import textwrap
 from typing import Any
 
+import regex
+
 from sigform.types.coercion._jsontext import parse_json
+from sigform.types.coercion._numbers import CURRENCY_MARK
 from sigform.types.coercion._plan import Invalid, Node, plan_for
 from sigform.types.coercion._scalars import FloatNode, IntNode, describe_seen
-from sigform.types.coercion._text import WRAPPER_KEYS, key_norm, strip_fence, unwrap_quotes
+from sigform.types.coercion._text import NO_VALUE_WORDS, WRAPPER_KEYS, key_norm, strip_fence, unwrap_quotes
 
 __all__ = ["DictNode", "SeqNode", "TupleNode", "split_items"]
 
 _MARKER = re.compile(r"\A(?:[-*\u2022+]|\d{1,3}[.)]|\(\d{1,3}\))\s+(.*)\Z", re.S)
 # lettered items, a) b) c) / (a) (b) / a. b.: only read as markers when they run a, b, c, ...
 _LETTER = re.compile(r"\A(?:\(([A-Za-z])\)|([A-Za-z])[.)])\s+(.*)\Z", re.S)
-_THOUSANDS = re.compile(r"[-+]?\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?")
+_THOUSANDS = regex.compile(
+    r"[-+]?" + CURRENCY_MARK + r"?\s*+[-+]?\d{1,3}(?:,\d{3})++(?:\.\d++)?%?(?:\s*+" + CURRENCY_MARK + ")?"
+)
 _KEY_LINE = re.compile(r"\A(?:[-*\u2022+]\s+)?(.+?)\s*[:=]\s*(.*)\Z", re.S)
 
 
@@ -133,6 +138,10 @@ class SeqNode(Node):
                 return self.convert(parse_json(s), name, False)
             if not s:
                 raise Invalid("the value is empty")
+            if unwrap_quotes(s).rstrip(".").lower() in NO_VALUE_WORDS:
+                # `null` / `N/A` says there is no list, not a list holding that word; Optional[list]
+                # reads these as None, and `[]` is the empty list
+                raise Invalid(f"{s[:20]!r} is not a list (write [] for an empty list)")
             if getattr(item, "is_record", False):
                 records = _record_items(s)
                 if records is None:

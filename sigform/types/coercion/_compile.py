@@ -10,6 +10,7 @@ from typing import Any, Literal, Union
 
 from sigform.types.coercion._choices import EnumNode, LiteralNode
 from sigform.types.coercion._collections import DictNode, SeqNode, TupleNode
+from sigform.types.coercion._dates import DateNode
 from sigform.types.coercion._plan import Node, plan_for
 from sigform.types.coercion._records import RecordNode
 from sigform.types.coercion._scalars import (
@@ -112,6 +113,8 @@ def _compile(tp: Any) -> Node:
         return TupleNode(tp, args)
     if container in _DICTS:
         return DictNode(tp, args[0] if args else str, args[1] if len(args) > 1 else Any)
+    if tp is dt.date:
+        return DateNode(tp)
     if isinstance(tp, type) and issubclass(tp, (dt.date, dt.time, dt.timedelta)):
         return TextParsedNode(tp)
     if isinstance(tp, type):

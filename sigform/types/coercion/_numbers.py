@@ -1,9 +1,12 @@
 """Numbers from LM text: one clean number, or an error.
 
 Accepted: an optional sign, digits with correctly grouped thousands separators
-(``1,048,576``), a decimal part and exponent; ``$`` (or ``US$``, ``USD``) only on fields named
-``*_usd``; ``%`` only on fields named ``*_percent`` (``8.25%`` is ``8.25``, not ``0.0825``). Everything else
-(ranges, hedges, words, units, decimal commas) is an error: there is no single reading.
+(``1,048,576``), a decimal part and exponent; a currency mark before or after the number
+(``$``, ``US$``, ``€``, ``£``, ``¥``, ``₹``, ``USD``, ``EUR`` ...: ``-$45.10``, ``$2,450.00``,
+``2,450.00 USD``) unless it contradicts the currency the field's name gives (``€`` on
+``price_usd``, ``$`` on ``fee_eur``); ``%`` only on fields named ``*_percent`` (``8.25%`` is
+``8.25``, not ``0.0825``). Everything else (ranges, hedges, words, units, decimal commas) is an
+error: there is no single reading.
 """
 
 from __future__ import annotations
@@ -11,19 +14,58 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+import regex
+
 from sigform.types.coercion._plan import Invalid
 
-__all__ = ["INT_TEXT", "parse_number"]
+__all__ = ["CURRENCY_MARK", "INT_TEXT", "field_currency", "parse_number"]
 
 INT_TEXT = re.compile(r"[-+]?\d+")
-_NUMBER = re.compile(
-    r"""(?P<sign>[-+\u2212])?\s*(?P<cur>(?:US)?\$|USD(?![A-Za-z]))?\s*(?P<sign2>[-+\u2212])?
-    (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)
+# mark as written (upper case) -> the currencies it can mean
+_MARKS: dict[str, frozenset[str]] = {
+    "$": frozenset({"USD", "CAD", "AUD", "NZD", "HKD", "SGD", "MXN"}),
+    "US$": frozenset({"USD"}), "A$": frozenset({"AUD"}), "C$": frozenset({"CAD"}),
+    "NZ$": frozenset({"NZD"}), "HK$": frozenset({"HKD"}), "S$": frozenset({"SGD"}),
+    "€": frozenset({"EUR"}), "£": frozenset({"GBP"}), "¥": frozenset({"JPY", "CNY"}),
+    "₹": frozenset({"INR"}), "₩": frozenset({"KRW"}), "₽": frozenset({"RUB"}), "₺": frozenset({"TRY"}),
+    **{code: frozenset({code}) for code in (
+        "USD", "EUR", "GBP", "JPY", "CNY", "INR", "CHF", "CAD", "AUD", "NZD", "HKD", "SGD", "SEK",
+        "NOK", "DKK", "MXN", "BRL", "KRW", "RUB", "TRY", "ZAR", "PLN",
+    )},
+}
+# words in a field's name that fix its currency
+_NAME_WORDS: dict[str, str] = {
+    **{code.lower(): code for marks in _MARKS.values() for code in marks},
+    "dollar": "USD", "dollars": "USD", "euro": "EUR", "euros": "EUR", "pound": "GBP", "pounds": "GBP",
+    "sterling": "GBP", "yen": "JPY", "yuan": "CNY", "rmb": "CNY", "rupee": "INR", "rupees": "INR",
+}
+_NAME_WORDS.pop("try")  # the Turkish lira's code is an English word (`try_count`)
+_MARK = "|".join(regex.escape(m) for m in sorted(_MARKS, key=len, reverse=True))
+CURRENCY_MARK = r"(?:(?i:" + _MARK + r")(?![A-Za-z]))"  # a currency mark, for other number patterns
+_NUMBER = regex.compile(
+    r"""(?P<sign>[-+\u2212])?\s*+(?P<cur>(?:""" + _MARK + r""")(?![A-Za-z]))?\s*+(?P<sign2>[-+\u2212])?
+    (?P<num>\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d*+)?|\.\d++)
     (?P<exp>[eE][-+]?\d{1,4})?
-    \s*(?P<pct>%)?(?:\s*(?P<cur2>USD))?""",
-    re.X,
+    \s*+(?P<pct>%)?(?:\s*+(?P<cur2>(?:""" + _MARK + r""")(?![A-Za-z])))?""",
+    regex.X | regex.IGNORECASE,
 )
+_NAME_SPLIT = regex.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")
 _MAX_DIGITS = 4000  # Python refuses to convert longer digit strings to int
+
+
+def field_currency(field: str) -> str | None:
+    """The currency a field's name gives (``amount_usd`` -> ``USD``, ``priceInEuros`` -> ``EUR``)."""
+    found = {_NAME_WORDS[w.lower()] for w in _NAME_SPLIT.split(field) if w.lower() in _NAME_WORDS}
+    return found.pop() if len(found) == 1 else None
+
+
+def _check_currency(text: str, field: str, marks: list[str]) -> None:
+    means = [_MARKS[m.upper()] for m in marks]
+    if len(means) == 2 and not means[0] & means[1]:
+        raise Invalid(f"{text!r} names two currencies")
+    expected = field_currency(field)
+    if expected is not None and any(expected not in m for m in means):
+        raise Invalid(f"{text!r} is not in {expected}, the currency of field {field!r}")
 
 
 def parse_number(text: str, field: str, *, integer: bool) -> int | float:
@@ -35,10 +77,10 @@ def parse_number(text: str, field: str, *, integer: bool) -> int | float:
         raise Invalid(_why_not_number(text))
     if m.group("sign") and m.group("sign2"):
         raise Invalid(f"{text!r} is not a number")
-    lowered = field.lower()
-    if (m.group("cur") or m.group("cur2")) and not lowered.endswith("_usd"):
-        raise Invalid(f"a currency sign is only accepted on *_usd fields; saw {text!r}")
-    if m.group("pct") and not lowered.endswith("_percent"):
+    marks = [c for c in (m.group("cur"), m.group("cur2")) if c]
+    if marks:
+        _check_currency(text, field, marks)
+    if m.group("pct") and (marks or not field.lower().endswith("_percent")):
         raise Invalid(f"a percent sign is only accepted on *_percent fields; saw {text!r}")
     digits = m.group("num").replace(",", "")
     if len(digits) > _MAX_DIGITS:
@@ -61,7 +103,7 @@ def parse_number(text: str, field: str, *, integer: bool) -> int | float:
     return value
 
 
-_RANGE = re.compile(r"\d\s*(?:-|–|—|to|and)\s*[-+$]?\d")
+_RANGE = re.compile(r"\d\s*(?:-|–|—|to|and)\s*[-+$€£]?\d")
 
 
 def _why_not_number(text: str) -> str:

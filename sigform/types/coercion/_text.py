@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "NO_VALUE_WORDS",
     "NULL_WORDS",
     "WRAPPER_KEYS",
     "clean_scalar",
@@ -22,6 +23,8 @@ __all__ = [
 # one-key objects whose key is one of these (or the field's own name) are read as wrappers
 WRAPPER_KEYS = frozenset({"value", "result", "output", "answer", "data", "response"})
 NULL_WORDS = frozenset({"none", "null"})
+# answers that say "no value": never an item of a list
+NO_VALUE_WORDS = NULL_WORDS | frozenset({"n/a", "na", "nil", "not applicable", "not available", "not stated"})
 
 _FENCE = re.compile(r"\A```[^\n`]*\n(.*?)\n?[ \t]*```\Z", re.S)
 _PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
