@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from pydantic_core import to_jsonable_python
 
 from sigform.adapters.call_plan import CallPlan, Request
+from sigform.adapters.echo import mask_echoes
 from sigform.adapters.extraction import Extracted, extract
 from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.adapters.messages import MediaCollector, assemble_with_layout
@@ -323,8 +324,13 @@ class Adapter:
         """Raw values per output field (own format first, then the others)."""
         return extract(completion, field_views(signature)[1], self.matcher(signature), self.parse_order)
 
-    def parse(self, signature: Any, completion: str) -> dict[str, Any]:
+    def parse(
+        self, signature: Any, completion: str, *, inputs: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Typed output values read from ``completion``.
+
+        ``inputs`` (the call's input values) lets the parser ignore an echoed input: text that
+        repeats an input never counts as the answer (:mod:`sigform.adapters.echo`).
 
         Raises :class:`StructureError` when the answer format was not followed (fields missing,
         a field given twice with different values, a value cut off) and :class:`FieldValueError`
@@ -332,7 +338,7 @@ class Adapter:
         keep ``completion`` as ``raw``.
         """
         try:
-            values = self._parse(signature, completion)
+            values = self._parse(signature, completion, inputs)
         except ParseError as exc:
             err = exc.with_context(raw=completion, adapter=self.name)
             emit("parse", adapter=self.name, signature=signature, completion=completion, error=err)
@@ -340,12 +346,15 @@ class Adapter:
         emit("parse", adapter=self.name, signature=signature, completion=completion, values=values)
         return values
 
-    def _parse(self, signature: Any, completion: str) -> dict[str, Any]:
+    def _parse(
+        self, signature: Any, completion: str, inputs: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         from sigform.types import coerce_fields
 
         if not isinstance(completion, str):
             raise StructureError(f"expected the completion text as a str, got {type(completion).__name__}")
-        if self._fast_paths:
+        echo = mask_echoes(completion, inputs) if inputs else None
+        if self._fast_paths and echo is None:
             plan = self._parse_plans.get(signature)
             if plan is None:
                 plan = self._parse_plans.put(signature, self._parse_plan(signature) or False)
@@ -353,7 +362,10 @@ class Adapter:
             if fast is not None:  # a clean answer whose values validate; else the full parser's verdict
                 return fast
         views = field_views(signature)[1]
-        found = self.extract(signature, completion)
+        if echo is None:
+            found = self.extract(signature, completion)
+        else:
+            found = echo.merge(self.extract(signature, echo.masked), self.extract(signature, completion))
         structural: list[FieldError] = []
         for name, seen in found.conflicts.items():
             view = next(v for v in views if v.name == name)
@@ -421,13 +433,15 @@ class Adapter:
             kwargs["tools"] = request_tools(signature.original, inputs, lm_kwargs.get("tools"))
         return kwargs
 
-    def outputs_from_completion(self, signature: Any, completion: Completion) -> dict[str, Any]:
+    def outputs_from_completion(
+        self, signature: Any, completion: Completion, inputs: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Typed outputs of one completion. Extension point: with tools going natively (a
         :class:`TextSignature`), the native tool calls fill the ``ToolCalls`` outputs and the
         other outputs are parsed from the text (rules in :mod:`sigform.adapters.native_tools`)."""
         if isinstance(signature, TextSignature):
             return outputs_with_calls(self, signature, completion)
-        return self.parse(signature, completion.text)
+        return self.parse(signature, completion.text, inputs=inputs)
 
     def prompt_signature(
         self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
@@ -483,7 +497,7 @@ class Adapter:
 
     # ---- the call loop ---------------------------------------------------------------------------
 
-    def _judge(self, signature: Any, slot: Slot) -> None:
+    def _judge(self, signature: Any, slot: Slot, inputs: Mapping[str, Any] | None = None) -> None:
         completion = slot.completion
         slot.history.append(completion)
         slot.adapters.append(self.name)
@@ -496,7 +510,7 @@ class Adapter:
             slot.outputs = None
             return
         try:
-            slot.outputs = self.outputs_from_completion(signature, completion)
+            slot.outputs = self.outputs_from_completion(signature, completion, inputs)
             slot.error = None
             if completion.truncated and not self.complete_answer(text):
                 raise StructureError(
@@ -540,7 +554,7 @@ class Adapter:
             raise StructureError("the LM returned no completion", adapter=self.name)
         slots = [Slot(c) for c in completions]
         for slot in slots:
-            self._judge(signature, slot)
+            self._judge(signature, slot, inputs)
         one = {k: v for k, v in kwargs.items() if k != "n"}
         for slot in slots:
             while (
@@ -556,7 +570,7 @@ class Adapter:
                 if not again:
                     break
                 slot.completion = again[0]
-                self._judge(signature, slot)
+                self._judge(signature, slot, inputs)
         return slots
 
     def _run(

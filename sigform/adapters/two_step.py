@@ -63,10 +63,12 @@ class TwoStepAdapter(Adapter):
 
         return self.neutralise(write_scalar_or_json(self, value, view))
 
-    def parse(self, signature: Any, completion: str) -> dict[str, Any]:
+    def parse(
+        self, signature: Any, completion: str, *, inputs: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Read the fields when the text already holds them (``field: value`` lines, as in demos,
         or any structured format); a free-form answer needs the extraction call (:meth:`run`)."""
-        return super().parse(signature, completion)
+        return super().parse(signature, completion, inputs=inputs)
 
     def extraction_signature(self, signature: Any) -> Any:
         """``response -> <the outputs>``: what the extraction call answers."""

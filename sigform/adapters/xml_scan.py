@@ -10,8 +10,9 @@ declarations are ignored.
 
 Bounds: one pass over the tags; a close tag finds its open element through a per-name stack
 (O(1), not a walk down the open elements), so the scan is linear. At most ``MAX_ELEMENTS``
-elements are built and at most ``MAX_DEPTH`` levels nested; tags beyond either are left as
-text (``root.complete`` is then False), which also keeps the readers' recursion shallow.
+elements are built (and ``2 * MAX_ELEMENTS`` tags read) and at most ``MAX_DEPTH`` levels nested;
+tags beyond are left as text (``root.complete`` is then False), which also keeps the readers'
+recursion shallow.
 """
 
 from __future__ import annotations
@@ -118,10 +119,15 @@ def scan(text: str) -> Element:
     stack = [root]
     open_by_key: dict[str, list[int]] = {}  # normalised name -> stack depths of open elements
     budget = MAX_ELEMENTS
+    tags_left = 2 * MAX_ELEMENTS  # close tags count too: a wall of stray ones stops here
     for match in _TOKEN_RE.finditer(text):
         name = match.group("name")
         if name is None:
             continue  # comment, CDATA, declaration: content, not structure
+        tags_left -= 1
+        if not tags_left:
+            root.complete = False
+            break
         if match.group("close"):
             depths = open_by_key.get(norm_name(name))
             if depths:  # else a close tag with no open element: stray text
