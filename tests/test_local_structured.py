@@ -126,6 +126,10 @@ def test_the_server_as_an_unknown_openai_compatible_endpoint_is_discovered(serve
     # and what answered is saved for the next process
     from sigform.lm import capabilities
 
+    # an earlier test stops the server on purpose and the local route replaces it on another
+    # port: the fixture's address may be stale, so ask for the running server's address
+    server = local.ensure_server()
+
     def extract() -> sf.Predict:
         lm = sf.LM(f"openai/{local.MODEL_NAME}", api_base=server, api_key="local", cache=False)
         return sf.Predict(
