@@ -218,3 +218,18 @@ def test_report_summary_names_what_was_dropped() -> None:
     text = report.summary()
     assert "2 oldest turn(s) (3 message(s), 1 tool call(s)" in text
     assert "900 -> 300 tokens (budget 400)" in text and "token budget" in text
+
+
+def test_keep_last_drop_counts_the_marker_against_the_budget() -> None:
+    # found by hypothesis: keep_last=0 dropped the one earlier turn and added the marker, but the
+    # marker's tokens were not checked against the budget, so the request exceeded it
+    messages: list[Message] = [
+        {"role": "system", "content": "sys"},
+        {"role": "assistant", "content": "reply 0"},
+        {"role": "user", "content": "the current question"},
+    ]
+    layout = Layout.from_region(messages, 1, 2)
+    with pytest.raises(ContextWindowError, match="budget of 2"):
+        prune(messages, layout, [1, 1, 1], budget=2, keep_last=0, marker_tokens=10)
+    fits = prune(messages, layout, [1, 1, 1], budget=12, keep_last=0, marker_tokens=10)
+    assert fits.report is not None and fits.report.tokens_after == 12

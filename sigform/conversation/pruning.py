@@ -113,7 +113,9 @@ def prune(
     fixed = total - sum(unit_cost)
     keep = len(units) if keep_last is None else min(len(units), keep_last)
     why = "keep_last" if keep < len(units) else None
-    if budget is not None and fixed + sum(unit_cost[len(units) - keep :]) > budget:
+    # a drop adds the marker message, so its tokens count against the budget too
+    marker_cost = marker_tokens if keep < len(units) else 0
+    if budget is not None and fixed + sum(unit_cost[len(units) - keep :]) + marker_cost > budget:
         why = "token budget"
         room = budget - fixed - marker_tokens
         kept_cost = 0
