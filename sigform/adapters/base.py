@@ -32,10 +32,11 @@ from typing import Any, ClassVar
 from pydantic_core import to_jsonable_python
 
 from sigform.adapters.call_plan import CallPlan, Request
+from sigform.adapters.demo_cache import DemoCache
 from sigform.adapters.echo import mask_echoes
 from sigform.adapters.extraction import Extracted, extract
 from sigform.adapters.fields import FieldView, SigCache, field_views
-from sigform.adapters.messages import MediaCollector, assemble_with_layout
+from sigform.adapters.messages import MediaCollector, assemble_with_layout, demo_to_dict, render_demos
 from sigform.adapters.names import FieldMatcher
 from sigform.adapters.native_tools import (
     TextSignature,
@@ -59,6 +60,16 @@ __all__ = ["Adapter", "Request"]
 Message = dict[str, Any]
 _MARK_RE = re.compile("\x01(\\d+)\x02")
 _NO_RETRY_FINISH = {"length", "content_filter", "refusal", "safety"}
+_RENDERING = (
+    "user_message",
+    "assistant_text",
+    "render_input",
+    "plain_input",
+    "render_output",
+    "neutralise",
+    "_render_user",
+    "_user_pieces",
+)
 
 
 class _RunState:
@@ -124,10 +135,7 @@ class Adapter:
         self.max_reasks = max_reasks
         self.native_tools = native_tools
         self._fallback_option = fallback
-        self._system_cache = SigCache()
         self._matchers = SigCache()
-        self._user_cache = SigCache()
-        self._request_plans = SigCache()
         self._parse_plans = SigCache()
         self._lock = threading.Lock()
         # the per-signature fast paths (request and parse plans); tests turn them off to compare
@@ -136,6 +144,19 @@ class Adapter:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_reasks={self.max_reasks})"
+
+    @property
+    def templates(self) -> TemplateSet:
+        """The adapter's templates; assigning new ones drops everything rendered with the old."""
+        return self._templates
+
+    @templates.setter
+    def templates(self, value: TemplateSet) -> None:
+        self._templates = value
+        self._system_cache = SigCache()
+        self._user_cache = SigCache()
+        self._request_plans = SigCache()
+        self._demo_caches = SigCache()
 
     # ---- formatting ------------------------------------------------------------------------------
 
@@ -150,17 +171,40 @@ class Adapter:
     ) -> tuple[list[Message], Layout]:
         """:meth:`format`, and which messages are the stable prefix (system, demos) and which
         History turns may be pruned to fit the context window (see :mod:`sigform.conversation`)."""
-        if not demos and inputs is not None and self._fast_paths:
+        if inputs is not None and self._fast_paths:
             plan = self._request_plans.get(signature)
             if plan is None:
                 plan = self._request_plans.put(signature, build_request_plan(self, signature) or False)
-            fast = plan.messages(self, inputs) if plan else None
-            if fast is not None:
-                emit("format", adapter=self.name, signature=signature, messages=fast)
-                return fast, plan.layout
+            if plan:
+                shown = self.demo_messages(signature, demos) if demos else None
+                fast = plan.messages(self, inputs)
+                if fast is not None:
+                    layout = plan.layout
+                    if shown:
+                        fast[1:1] = shown
+                        layout = Layout(1 + len(shown), ())
+                    emit("format", adapter=self.name, signature=signature, messages=fast)
+                    return fast, layout
         messages, layout = assemble_with_layout(self, signature, demos, inputs or {})
         emit("format", adapter=self.name, signature=signature, messages=messages)
         return messages, layout
+
+    def demo_messages(self, signature: Any, demos: Sequence[Any]) -> list[Message]:
+        """The user/assistant messages of ``demos``, rendered once per signature and demo values
+        (see :mod:`sigform.adapters.demo_cache`); fresh dicts on every call."""
+        data = [demo_to_dict(demo, i) for i, demo in enumerate(demos)]
+        if not self._fast_paths or not self.own_rendering():
+            return render_demos(self, signature, data)
+        cache = self._demo_caches.get(signature)
+        if cache is None:
+            cache = self._demo_caches.put(signature, DemoCache())
+        return cache.messages(data, lambda: render_demos(self, signature, data))
+
+    @classmethod
+    def own_rendering(cls) -> bool:
+        """Whether every method that renders a message is sigform's own (a user's subclass may
+        render from state the demo cache cannot see: its demos are rendered every time)."""
+        return all(getattr(cls, name).__module__.startswith("sigform.") for name in _RENDERING)
 
     @classmethod
     def standard_formatting(cls) -> bool:

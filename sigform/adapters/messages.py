@@ -24,7 +24,7 @@ from sigform.errors import InputError
 if TYPE_CHECKING:
     from sigform.adapters.base import Adapter
 
-__all__ = ["MediaCollector", "assemble", "assemble_with_layout", "demo_to_dict"]
+__all__ = ["MediaCollector", "assemble", "assemble_with_layout", "demo_to_dict", "render_demos"]
 
 _TOKEN = "\x00sigform-media:{}\x00"
 _TOKEN_RE = regex.compile("\x00sigform-media:(\\d+)\x00")
@@ -162,8 +162,31 @@ def assemble_with_layout(
     history = [v for v in in_views if v.kind == "history"]
     plain = [v for v in in_views if v.kind != "history"] if history else list(in_views)
     messages: list[Message] = [{"role": "system", "content": adapter.system_message(signature)}]
-    for i, demo in enumerate(demos or ()):
-        data = demo_to_dict(demo, i)
+    if demos:
+        messages.extend(adapter.demo_messages(signature, demos))
+    absent = [v.name for v in in_views if v.name not in inputs]
+    if absent:
+        raise InputError(
+            f"missing input field(s) {', '.join(f'`{n}`' for n in absent)} for signature "
+            f"{signature.signature!r}; got {sorted(inputs)}"
+        )
+    prefix = len(messages)
+    units: list[tuple[int, ...]] = []
+    for view in history:
+        for unit in _history_turns(adapter, signature, view, inputs[view.name], plain, out_views):
+            units.append(tuple(range(len(messages), len(messages) + len(unit))))
+            messages.extend(unit)
+    messages.append(adapter.user_message(signature, plain, inputs, main=True))
+    return messages, Layout(prefix, tuple(units))
+
+
+def render_demos(adapter: Adapter, signature: Any, demos: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """The user/assistant message pairs of ``demos`` (dicts of field values), in order; a demo
+    without an input or an output is an error, an incomplete one is marked with a note."""
+    in_views, out_views = field_views(signature)
+    plain = [v for v in in_views if v.kind != "history"]
+    messages: list[Message] = []
+    for i, data in enumerate(demos):
         ins = [v for v in plain if v.name in data]
         outs = [v for v in out_views if v.name in data]
         if not ins or not outs:
@@ -181,17 +204,4 @@ def assemble_with_layout(
                 "content": adapter.assistant_text(signature, outs, data, complete=not missing),
             }
         )
-    absent = [v.name for v in in_views if v.name not in inputs]
-    if absent:
-        raise InputError(
-            f"missing input field(s) {', '.join(f'`{n}`' for n in absent)} for signature "
-            f"{signature.signature!r}; got {sorted(inputs)}"
-        )
-    prefix = len(messages)
-    units: list[tuple[int, ...]] = []
-    for view in history:
-        for unit in _history_turns(adapter, signature, view, inputs[view.name], plain, out_views):
-            units.append(tuple(range(len(messages), len(messages) + len(unit))))
-            messages.extend(unit)
-    messages.append(adapter.user_message(signature, plain, inputs, main=True))
-    return messages, Layout(prefix, tuple(units))
+    return messages
