@@ -1,7 +1,8 @@
 """Format and parse time per call for each adapter, small and large signatures.
 
-small: ``question -> answer``. large: 6 inputs, 6 typed outputs (a nested model, a list, a
-Literal, a float, ...) and 3 demos. Prints the median over repeats, in microseconds.
+small: ``question -> answer`` without demos; small_demos: the same with 3 demos (what a
+compiled program sends); large: 6 inputs, 6 typed outputs (a nested model, a list, a Literal, a
+float, ...) and 3 demos. Prints the median over repeats, in microseconds.
 ``bench_sigform(adapter_name, size)`` is importable for side-by-side comparisons.
 
     python benchmarks/adapters_speed.py [--repeats 2000]
@@ -82,14 +83,24 @@ def _large_inputs(i: int) -> dict[str, Any]:
     }
 
 
+SIZES = ("small", "small_demos", "large")
+SIZE_LABELS = {"small": "small, no demos", "small_demos": "small, 3 demos", "large": "large, 3 demos"}
+SMALL_DEMOS = [
+    {"question": "What is the capital of Italy?", "answer": "Rome"},
+    {"question": "What is the capital of Japan?", "answer": "Tokyo"},
+    {"question": "What is the capital of Kenya?", "answer": "Nairobi"},
+]
+
+
 def case(size: str) -> tuple[Any, list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    """(signature, demos, inputs, outputs) of the ``small`` or ``large`` case."""
-    if size == "small":
-        return Small, [], {"question": "What is the capital of France?"}, {"answer": "Paris"}
+    """(signature, demos, inputs, outputs) of the ``small``, ``small_demos`` or ``large`` case."""
+    if size in ("small", "small_demos"):
+        demos = [dict(d) for d in SMALL_DEMOS] if size == "small_demos" else []
+        return Small, demos, {"question": "What is the capital of France?"}, {"answer": "Paris"}
     if size == "large":
         demos = [{**_large_inputs(i), **_large_outputs(i)} for i in range(3)]
         return Large, demos, _large_inputs(9), _large_outputs(9)
-    raise ValueError(f"size must be 'small' or 'large', got {size!r}")
+    raise ValueError(f"size must be one of {SIZES}, got {size!r}")
 
 
 def _median_us(fn: Any, repeats: int) -> float:
@@ -117,11 +128,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=500)
     args = parser.parse_args()
-    print(f"{'adapter':10s} {'size':6s} {'format µs':>10s} {'parse µs':>10s} {'total µs':>10s}")
+    print(f"{'adapter':10s} {'size':11s} {'format µs':>10s} {'parse µs':>10s} {'total µs':>10s}")
     for name in ADAPTERS:
-        for size in ("small", "large"):
+        for size in SIZES:
             r = bench_sigform(name, size, args.repeats)
-            print(f"{name:10s} {size:6s} {r['format_us']:10.1f} {r['parse_us']:10.1f} {r['total_us']:10.1f}")
+            print(f"{name:10s} {size:11s} {r['format_us']:10.1f} {r['parse_us']:10.1f} {r['total_us']:10.1f}")
 
 
 if __name__ == "__main__":

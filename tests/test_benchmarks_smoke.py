@@ -35,7 +35,7 @@ def test_sections_and_rows(quick_run: tuple[list, dict]) -> None:
     fp = next(s for s in sections if s.name == "format_parse")
     metrics = {r.metric for r in fp.rows}
     for adapter in ("chat", "json", "xml"):
-        for size in ("small", "large"):
+        for size in ("small, no demos", "small, 3 demos", "large, 3 demos"):
             assert f"{adapter} {size}: format+parse" in metrics
     assert meta["dspy"] is None and "python" in meta
 

@@ -1,6 +1,6 @@
 """DSPy side of 3. format and parse time per call (run with the DSPy venv's python).
 
-Reads the cases (``{"small"|"large": {"demos", "inputs", "outputs"}}``, JSON on stdin, produced
+Reads the cases (``{"small"|"small_demos"|"large": {"demos", "inputs", "outputs"}}``, JSON on stdin, produced
 by ``benchmarks.format_parse`` from ``benchmarks.adapters_speed.case``) and prints, per adapter
 and size, the median microseconds of ``adapter.format(signature, demos, inputs)`` and of
 ``adapter.parse(signature, completion)`` where the completion is the adapter's own rendering of
@@ -58,7 +58,7 @@ class Large(dspy.Signature):
 
 
 ADAPTERS = {"chat": dspy.ChatAdapter, "json": dspy.JSONAdapter, "xml": dspy.XMLAdapter}
-SIGNATURES = {"small": Small, "large": Large}
+SIGNATURES = {"small": Small, "small_demos": Small, "large": Large}
 
 
 def typed(values: dict[str, Any]) -> dict[str, Any]:
