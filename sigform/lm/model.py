@@ -30,6 +30,7 @@ from sigform.lm.params import BASE_SPECS, ParameterError, ParamSpec, nest_dotted
 from sigform.lm.request import Request, cache_key, response_format_dict
 from sigform.lm.retry import RetryPolicy, check_limits
 from sigform.lm.routing import Route, current, resolve_route
+from sigform.lm.sdk_warmup import may_use_sdk, warm_up_sdk
 from sigform.lm.streaming import StreamAccumulator, StreamDelta
 from sigform.settings import get_setting
 
@@ -251,6 +252,8 @@ class LM:
         self._usage = Usage()
         self._lock = threading.Lock()
         self.stats: dict[str, int] = {"calls": 0, "cache_hits": 0, "errors": 0}
+        if may_use_sdk(model, self._api_base is not None, fast_path):
+            warm_up_sdk()  # the SDK loads while the program does whatever comes next
 
     # -- description -----------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ __all__ = [
 
 LOCAL_MODEL = "openai/gemma-3-270m"
 # providers served through an OpenAI-compatible endpoint even without an explicit api_base
-_BASELESS_FAST = frozenset({"lm_studio", "llamafile"})
+BASELESS_FAST = frozenset({"lm_studio", "llamafile"})
 # litellm's explicit sub-route markers after the provider prefix (``openai/responses/gpt-5``)
 _NON_CHAT_ROUTES = ("responses/",)
 
@@ -100,7 +100,7 @@ def fast_path_eligible(model: str, api_base: str | None) -> bool:
     prefix = _prefix(model)
     return (
         prefix in FAST_PROVIDERS
-        and (bool(api_base) or prefix in _BASELESS_FAST)
+        and (bool(api_base) or prefix in BASELESS_FAST)
         and speaks_chat_completions(model)
     )
 

@@ -1,0 +1,52 @@
+"""The openai SDK imported in the background as soon as an LM that will use it is built.
+
+Importing the SDK and building its first client is most of a fresh process's first call (about
+0.5 s on a quiet machine; ``import sigform`` itself is a few milliseconds). An LM on the fast
+path starts that work in a daemon thread when it is built, so that whatever the program does
+next -- a notebook waiting for its next cell, a script loading its data -- overlaps with it;
+the first request then finds the modules loaded (or waits on Python's import lock for the rest).
+Nothing is sent and no credential is read: the throwaway client gets a placeholder key and an
+address it never connects to. A failure here is ignored; the first request imports the SDK
+again and reports the error where it belongs.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+__all__ = ["may_use_sdk", "warm_up_sdk"]
+
+_started = threading.Event()
+
+
+def may_use_sdk(model: str, has_api_base: bool, fast_path: bool | None) -> bool:
+    """Whether an LM for ``model`` will likely send through the openai SDK (a wrong guess only
+    costs an unneeded background import)."""
+    if fast_path is False:
+        return False
+    if fast_path or model == "local":
+        return True
+    from sigform.lm.openai_backend import FAST_PROVIDERS
+    from sigform.lm.routing import BASELESS_FAST
+
+    prefix, sep, _ = model.partition("/")
+    return bool(sep) and prefix in FAST_PROVIDERS and (has_api_base or prefix in BASELESS_FAST)
+
+
+def warm_up_sdk() -> None:
+    """Start importing the SDK in a daemon thread (once per process; not if already loaded)."""
+    if _started.is_set() or "openai" in sys.modules:
+        return
+    _started.set()
+    threading.Thread(target=_import_sdk, name="sigform-sdk-warmup", daemon=True).start()
+
+
+def _import_sdk() -> None:
+    try:
+        import openai
+
+        # building a client loads its HTTP transport (connection pool, protocol modules)
+        openai.OpenAI(api_key="sigform-warm-up", base_url="http://127.0.0.1:9/v1", max_retries=0).close()
+    except Exception:  # the first request imports it again and reports the error there
+        pass
