@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sigform.errors import SigformError
+
 __all__ = ["DemoCache", "demos_fingerprint"]
 
 Message = dict[str, Any]
@@ -46,8 +48,8 @@ _MAX_DEPTH = 32
 _PER_SIGNATURE = 64  # demo sets kept per signature (programs under optimisation try many)
 
 
-class _Uncacheable(Exception):
-    """A value the fingerprint cannot vouch for."""
+class _Uncacheable(SigformError):
+    """A value the fingerprint cannot vouch for (never escapes :func:`demos_fingerprint`)."""
 
 
 def _fp(value: Any, depth: int) -> Any:
