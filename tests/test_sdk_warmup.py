@@ -58,3 +58,11 @@ def test_which_lms_are_expected_to_use_the_sdk() -> None:
     assert not may_use_sdk("openai/gpt-4o-mini", True, False)
     assert may_use_sdk("anything/else", False, True)
     assert not may_use_sdk("gemini/gemini-2.0-flash", False, None)
+
+
+def test_a_process_that_exits_right_after_building_the_lm_exits_cleanly() -> None:
+    code = "import sigform as sf\nsf.LM('openai/x', api_base='http://127.0.0.1:9/v1')\nprint('ok')"
+    for _ in range(3):  # the import is still running at exit
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                             timeout=120)
+        assert (out.returncode, out.stdout.strip(), out.stderr.strip()) == (0, "ok", "")

@@ -2,7 +2,7 @@
 
 Importing the SDK and building its first client is most of a fresh process's first call (about
 0.5 s on a quiet machine; ``import sigform`` itself is a few milliseconds). An LM on the fast
-path starts that work in a daemon thread when it is built, so that whatever the program does
+path starts that work in a background thread when it is built, so that whatever the program does
 next -- a notebook waiting for its next cell, a script loading its data -- overlaps with it;
 the first request then finds the modules loaded (or waits on Python's import lock for the rest).
 Nothing is sent and no credential is read: the throwaway client gets a placeholder key and an
@@ -39,7 +39,9 @@ def warm_up_sdk() -> None:
     if _started.is_set() or "openai" in sys.modules:
         return
     _started.set()
-    threading.Thread(target=_import_sdk, name="sigform-sdk-warmup", daemon=True).start()
+    # not a daemon: an interpreter that exits while a daemon thread is importing can abort
+    # (SIGABRT at finalisation); exit waits for the import instead
+    threading.Thread(target=_import_sdk, name="sigform-sdk-warmup", daemon=False).start()
 
 
 def _import_sdk() -> None:
