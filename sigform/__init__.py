@@ -96,6 +96,11 @@ _EXPORTS: dict[str, str] = {
     "majority": "sigform.predict",
     "track_usage": "sigform.predict",
     "Failure": "sigform.predict",
+    # evaluation and few-shot optimisation
+    "evaluate": "sigform.evaluation",
+    "EvaluationResult": "sigform.evaluation",
+    "TypedMatch": "sigform.evaluation",
+    "Score": "sigform.evaluation",
     # tools
     "Tool": "sigform.tools",
     "CommandTool": "sigform.tools",
@@ -215,6 +220,7 @@ _SUBMODULES = frozenset(
         "adapters",
         "conversation",
         "errors",
+        "evaluation",
         "hooks",
         "lm",
         "local",
@@ -264,6 +270,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         ToolArgumentsError,
         ToolError,
     )
+    from sigform.evaluation import EvaluationResult, Score, TypedMatch, evaluate
     from sigform.hooks import Callback, RequestVetoed
     from sigform.lm import (
         LM,

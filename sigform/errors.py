@@ -97,6 +97,8 @@ class ParseError(SigformError):
         self.raw = raw
         self.adapter = adapter
         self.completions: list[Any] = list(completions or [])
+        self.usage: Any = None
+        self.attempts = 0
         self.summary = message or "could not parse the LM output"
         super().__init__(self._compose())
 
@@ -121,6 +123,7 @@ class ParseError(SigformError):
             adapter=adapter if adapter is not None else self.adapter,
             completions=self.completions,
         )
+        err.usage, err.attempts = self.usage, self.attempts
         err.__cause__ = self.__cause__
         return err
 

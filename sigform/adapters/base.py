@@ -77,6 +77,7 @@ class _RunState:
 
     def __init__(self) -> None:
         self.usage = Usage()
+        self._has_usage = False
         self.attempts = 0
         self.received: list[Completion] = []
         self.first_messages: list[Message] | None = None
@@ -85,8 +86,14 @@ class _RunState:
     def absorb(self, sub: AdapterResult) -> None:
         """Count a finished sub-loop's requests, usage and completions as this run's own."""
         self.attempts += sub.attempts
-        self.usage = self.usage + sub.usage
+        self.add_usage(sub.usage)
         self.received.extend(sub.all_completions)
+
+    def add_usage(self, usage: Usage) -> None:
+        # the first request's usage is taken as is: summing it onto an empty Usage() would turn
+        # its cache_hit off (a sum is a cache hit only when every part is)
+        self.usage = self.usage + usage if self._has_usage else usage
+        self._has_usage = True
 
     def result(
         self, outputs: list[dict[str, Any]], completions: list[Completion], adapter_names: list[str]
@@ -520,7 +527,7 @@ class Adapter:
             state.first_messages = request.messages
             state.first_kwargs = {k: v for k, v in request.kwargs.items() if k != LAYOUT_KEY}
         if completions:
-            state.usage = state.usage + completions[0].usage  # usage covers the whole request
+            state.add_usage(completions[0].usage)  # usage covers the whole request
         state.received.extend(completions)
 
     def reask_messages(
@@ -648,7 +655,9 @@ class Adapter:
                 old.history.extend(new.history)
                 old.adapters.extend(new.adapters)
         if not all(s.ok for s in slots):
-            raise final_error(slots, names)
+            error = final_error(slots, names)
+            error.usage, error.attempts = state.usage, state.attempts  # failed calls still cost
+            raise error
         outputs = [s.outputs for s in slots if s.outputs is not None]
         return state.result(outputs, [s.completion for s in slots], names)
 

@@ -25,7 +25,7 @@ from sigform.predict.progress import BatchProgress, progress_wanted
 from sigform.predict.runstate import track_usage
 from sigform.settings import get_setting
 
-__all__ = ["BatchError", "Failure", "run_abatch", "run_batch"]
+__all__ = ["BatchError", "Failure", "run_abatch", "run_batch", "worker_count"]
 
 logger = logging.getLogger("sigform.predict")
 
@@ -150,7 +150,7 @@ def _resolve_max_errors(max_errors: int | None) -> int | None:
     return value
 
 
-def _width(value: int | None, name: str) -> int:
+def worker_count(value: int | None, name: str) -> int:
     """Workers in flight: the argument, else the ``num_threads`` setting, else the default (an
     explicit 0 is an error, not the default)."""
     width = value if value is not None else get_setting("num_threads") or DEFAULT_THREADS
@@ -182,7 +182,7 @@ def run_batch(
     items = _prepare(examples)
     limit = _resolve_max_errors(max_errors)
     if executor is None:
-        threads = _width(num_threads, "num_threads")
+        threads = worker_count(num_threads, "num_threads")
         pool: Any = ThreadExecutor(threads)
         owned = True
     else:
@@ -225,7 +225,7 @@ async def run_abatch(
     """
     items = _prepare(examples)
     limit = _resolve_max_errors(max_errors)
-    width = _width(concurrency, "concurrency")
+    width = worker_count(concurrency, "concurrency")
     gate = asyncio.Semaphore(width)
     guard = _Guard(limit)
 

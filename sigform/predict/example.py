@@ -109,11 +109,35 @@ class Record:
         return record_rich(type(self).__name__, self._store)
 
 
+class _FieldOrMethod:
+    """A method that a field of the same name wins over on instances (``ex.labels`` is the field
+    when the example has one), so that no attribute ever shadows a field; the method is still
+    reachable as ``Example.labels(ex)``."""
+
+    def __init__(self, func: Any) -> None:
+        self._func = func
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self._func
+        store = obj._store
+        if self._name in store:
+            return store[self._name]
+        return self._func.__get__(obj, owner)
+
+
 class Example(Record):
     """Named values, e.g. one demo or dataset row: ``Example(question="2+2?", answer="4")``.
 
     ``with_inputs("question")`` marks which keys are inputs (the rest are labels); programs'
-    ``batch`` then passes only the inputs. ``to_dict("inputs")`` / ``to_dict("labels")`` split them.
+    ``batch`` then passes only the inputs. ``ex.inputs()`` / ``ex.labels()`` are Examples of
+    either part, ``to_dict("inputs")`` / ``to_dict("labels")`` the same as dicts. (An example
+    with a field named ``inputs`` or ``labels`` reads the field by attribute, like every field:
+    call ``Example.inputs(ex)`` / ``Example.labels(ex)`` there.)
     """
 
     __slots__ = ("_input_keys",)
@@ -150,6 +174,19 @@ class Example(Record):
         if part == "labels":
             return {k: v for k, v in self._store.items() if k not in inputs}
         raise ValueError(f"part must be 'all', 'inputs' or 'labels', got {part!r}")
+
+    @_FieldOrMethod
+    def inputs(self) -> Example:
+        """An Example of only the marked input values (still marked as inputs)."""
+        values = self.to_dict("inputs")
+        new = Example(values)
+        object.__setattr__(new, "_input_keys", tuple(k for k in self._input_keys or () if k in values))
+        return new
+
+    @_FieldOrMethod
+    def labels(self) -> Example:
+        """An Example of only the label values: everything that is not a marked input."""
+        return Example(self.to_dict("labels"))
 
     def copy(self, **changes: Any) -> Example:
         """A shallow copy, optionally with some values changed; input keys are kept."""

@@ -20,7 +20,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
-from sigform.errors import InputError, SignatureError
+from sigform.errors import InputError, ParseError, SignatureError
 from sigform.predict import runstate
 from sigform.predict.example import Example, as_examples
 from sigform.predict.inputs import InputChecker
@@ -82,6 +82,12 @@ def ensure_signature(signature: SignatureLike) -> type[Signature]:
         f"a program needs a Signature class, a string like 'question -> answer' or a dict of fields; "
         f"got {type(signature).__name__}"
     )
+
+
+def _count_failed(error: ParseError) -> None:
+    """A call that ended in a ParseError still spent its requests: count them for usage trackers."""
+    if error.usage is not None:
+        runstate.add_usage(error.usage, error.attempts or 1)
 
 
 class Predict(Module):
@@ -187,7 +193,11 @@ class Predict(Module):
         if args:
             raise self._positional_error(args)
         lm, adapter, signature, demo_data, checked, kwargs = self._resolve(inputs, lm, adapter, demos, config)
-        result = adapter.run(lm, signature, demo_data, checked, **kwargs)
+        try:
+            result = adapter.run(lm, signature, demo_data, checked, **kwargs)
+        except ParseError as exc:
+            _count_failed(exc)
+            raise
         return self._prediction(result, lm)
 
     async def aforward(
@@ -203,7 +213,11 @@ class Predict(Module):
         if args:
             raise self._positional_error(args)
         lm, adapter, signature, demo_data, checked, kwargs = self._resolve(inputs, lm, adapter, demos, config)
-        result = await adapter.arun(lm, signature, demo_data, checked, **kwargs)
+        try:
+            result = await adapter.arun(lm, signature, demo_data, checked, **kwargs)
+        except ParseError as exc:
+            _count_failed(exc)
+            raise
         return self._prediction(result, lm)
 
     def _positional_error(self, args: tuple[Any, ...]) -> InputError:
@@ -216,7 +230,7 @@ class Predict(Module):
 
     def _prediction(self, result: Any, lm: Any) -> Prediction:
         usage = result.usage
-        runstate.add_usage(usage)
+        runstate.add_usage(usage, getattr(result, "attempts", 1) or 1)
         names = getattr(result, "adapter_names", None) or ()
         adapter_name = ">".join(names) if not isinstance(names, str) else names
         attempts = getattr(result, "attempts", 1)

@@ -24,22 +24,30 @@ __all__ = ["UsageTracker", "add_usage", "hint", "rollout", "rollout_kwargs", "tr
 
 
 class UsageTracker:
-    """Accumulates :class:`Usage` of LM requests made in a scope (thread-safe)."""
+    """Accumulates :class:`Usage` of LM requests made in a scope (thread-safe): ``requests`` LM
+    requests (re-asks and fallbacks included, failed program calls too), ``cache_hits`` of them
+    answered from the cache (counted per program call whose requests all hit)."""
 
-    __slots__ = ("_lock", "requests", "usage")
+    __slots__ = ("_lock", "cache_hits", "requests", "usage")
 
     def __init__(self) -> None:
         self.usage = Usage()
         self.requests = 0
+        self.cache_hits = 0
         self._lock = threading.Lock()
 
-    def add(self, usage: Usage) -> None:
+    def add(self, usage: Usage, requests: int = 1) -> None:
         with self._lock:
             self.usage = self.usage + usage
-            self.requests += 1
+            self.requests += requests
+            if usage.cache_hit:
+                self.cache_hits += requests
 
     def __repr__(self) -> str:
-        return f"UsageTracker(requests={self.requests}, total_tokens={self.usage.total_tokens})"
+        return (
+            f"UsageTracker(requests={self.requests}, cache_hits={self.cache_hits}, "
+            f"total_tokens={self.usage.total_tokens})"
+        )
 
 
 _trackers: ContextVar[tuple[UsageTracker, ...]] = ContextVar("sigform_usage_trackers", default=())
@@ -58,10 +66,11 @@ def track_usage() -> Iterator[UsageTracker]:
         _trackers.reset(token)
 
 
-def add_usage(usage: Usage) -> None:
-    """Record one request's usage with every active tracker (called by Predict)."""
+def add_usage(usage: Usage, requests: int = 1) -> None:
+    """Record one program call's usage (``requests`` LM requests) with every active tracker
+    (called by Predict, for failed calls too)."""
     for tracker in _trackers.get():
-        tracker.add(usage)
+        tracker.add(usage, requests)
 
 
 @contextmanager
