@@ -101,6 +101,10 @@ _EXPORTS: dict[str, str] = {
     "EvaluationResult": "sigform.evaluation",
     "TypedMatch": "sigform.evaluation",
     "Score": "sigform.evaluation",
+    "LabeledFewShot": "sigform.optimize",
+    "BootstrapFewShot": "sigform.optimize",
+    "RandomSearch": "sigform.optimize",
+    "KNNFewShot": "sigform.optimize",
     # tools
     "Tool": "sigform.tools",
     "CommandTool": "sigform.tools",
@@ -224,6 +228,7 @@ _SUBMODULES = frozenset(
         "hooks",
         "lm",
         "local",
+        "optimize",
         "predict",
         "settings",
         "signatures",
@@ -282,6 +287,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         inspect_history,
     )
     from sigform.lm.interface import Completion, ToolCall, Usage
+    from sigform.optimize import BootstrapFewShot, KNNFewShot, LabeledFewShot, RandomSearch
     from sigform.predict import (
         BestOfN,
         ChainOfThought,

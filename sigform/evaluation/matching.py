@@ -205,5 +205,3 @@ def _same(pred: Any, gold: Any, base: Any, how: Comparison) -> bool:
         return bool(pred == gold)
     except Exception:
         return False
-
-

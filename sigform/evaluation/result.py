@@ -94,9 +94,7 @@ class EvaluationResult:
             for name in record.field_scores or record.gold:
                 if name not in names:
                     names.append(name)
-        return {
-            name: score_of([r.field_scores.get(name, 0.0) for r in self._scored()]) for name in names
-        }
+        return {name: score_of([r.field_scores.get(name, 0.0) for r in self._scored()]) for name in names}
 
     def compare(self, baseline: EvaluationResult) -> Score:
         """How much better this result is than ``baseline`` on the same examples: the mean
@@ -235,5 +233,3 @@ class EvaluationResult:
         from sigform.evaluation.display import html_summary
 
         return html_summary(self)
-
-

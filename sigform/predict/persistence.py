@@ -2,6 +2,7 @@
 
 For each predictor (by its attribute path from :meth:`Module.named_predictors`) the file holds
 the signature (field names, kinds, types, descriptions, constraints, instructions), the demos,
+a nearest-neighbour demo selector's settings and pool (see :mod:`sigform.optimize.knn`),
 the LM options (``temperature=...``) and the LM's own settings -- never a credential: no API key
 and no ``env:``/``cmd:`` reference (see :mod:`sigform.lm.saved_state`), no header, no option
 whose name looks like a secret.
@@ -83,23 +84,52 @@ def public_options(config: Mapping[str, Any]) -> dict[str, Any]:
 _HEADER_OPTIONS = frozenset({"headers", "extra_headers"})
 
 
+def _demos_state(demos: Any, where: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "values": _jsonable(demo.to_dict(), f"{where}[{i}]"),
+            "inputs": list(demo._input_keys) if demo._input_keys is not None else None,
+        }
+        for i, demo in enumerate(map(as_example, demos))
+    ]
+
+
+def _selector_state(selector: Any, where: str) -> dict[str, Any] | None:
+    """A demo selector's settings plus its pool (saved like demos), or None."""
+    if selector is None:
+        return None
+    state = dict(selector.dump_state())
+    state["pool"] = _demos_state(selector.pool, f"{where}.demo_selector.pool")
+    return state
+
+
+def _restore_selector(entry: Any, signature: Any, where: str, restore_lm: bool) -> Any:
+    if entry is None:
+        return None
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("pool"), list):
+        raise ProgramStateError(f"{where}: malformed demo_selector entry")
+    if entry.get("kind") != "knn":
+        raise ProgramStateError(f"{where}: unknown demo selector kind {entry.get('kind')!r}")
+    from sigform.optimize.knn import KNNDemos
+
+    pool = [_restore_demo(d, signature, f"{where}.pool[{i}]") for i, d in enumerate(entry["pool"])]
+    return KNNDemos.from_state(entry, pool, where, allow_model=restore_lm)
+
+
 def predictor_state(name: str, predictor: Predict) -> dict[str, Any]:
     """JSON-ready state of one predictor."""
     state: dict[str, Any] = {
         "type": type(predictor).__name__,
         "signature": predictor.signature.dump_state(),
-        "demos": [
-            {
-                "values": _jsonable(demo.to_dict(), f"{name}.demos[{i}]"),
-                "inputs": list(demo._input_keys) if demo._input_keys is not None else None,
-            }
-            for i, demo in enumerate(map(as_example, predictor.demos))
-        ],
+        "demos": _demos_state(predictor.demos, f"{name}.demos"),
         "config": _config_state(predictor.config, name),
         "lm": _lm_state(predictor.lm),
     }
     if hasattr(predictor, "native_reasoning"):
         state["native_reasoning"] = predictor.native_reasoning
+    selector = _selector_state(predictor.demo_selector, name)
+    if selector is not None:
+        state["demo_selector"] = selector
     return state
 
 
@@ -231,10 +261,13 @@ def load_program(
         if native is not None and not isinstance(native, bool):
             raise ProgramStateError(f"predictor {name!r}: saved native_reasoning must be true or false")
         lm = _restore_lm(entry.get("lm"), f"predictor {name!r}", restore_lm and predictor.lm is None, api_key)
-        updates.append((predictor, signature, demos, config, lm, entry))
-    for predictor, signature, demos, config, lm, entry in updates:  # everything matched: apply
+        where = f"{name}.demo_selector"
+        selector = _restore_selector(entry.get("demo_selector"), signature, where, restore_lm)
+        updates.append((predictor, signature, demos, config, lm, selector, entry))
+    for predictor, signature, demos, config, lm, selector, entry in updates:  # everything matched: apply
         predictor.signature = signature
         predictor.demos = demos
+        predictor.demo_selector = selector
         predictor.config = config
         if lm is not None:
             predictor.lm = lm

@@ -119,6 +119,8 @@ class Predict(Module):
         self.adapter = adapter
         self.callbacks = list(callbacks) if callbacks else None
         self.config: dict[str, Any] = dict(lm_kwargs)
+        # chooses extra demos per call from the inputs (nearest neighbours: sigform.optimize.KNNDemos)
+        self.demo_selector: Any = None
 
     # The signature is a property so that replacing it (an optimizer rewriting instructions,
     # load()) also rebuilds the input checker that belongs to it.
@@ -164,6 +166,8 @@ class Predict(Module):
                 if adapter is None:
                     adapter = default_adapter()
         demo_list = self.demos if demos is None else as_examples(demos)
+        if demos is None and self.demo_selector is not None:
+            demo_list = [*demo_list, *self.demo_selector.select(checked)]
         # the adapter only reads demos; hand it the underlying dicts without copying
         demo_data = [d._store if isinstance(d, Example) else d for d in demo_list]
         rollout = runstate.rollout_kwargs()
@@ -289,13 +293,16 @@ class Predict(Module):
 
     # -- state ----------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Forget learned demos."""
+        """Forget learned demos (and any demo selector)."""
         self.demos = []
+        self.demo_selector = None
 
     def __repr__(self) -> str:
         extras = []
         if self.demos:
             extras.append(f"demos={len(self.demos)}")
+        if self.demo_selector is not None:
+            extras.append(f"demo_selector={self.demo_selector!r}")
         if self.lm is not None:
             extras.append(f"lm={getattr(self.lm, 'model', type(self.lm).__name__)!r}")
         shown = public_options(self.config)

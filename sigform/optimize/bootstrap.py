@@ -1,0 +1,186 @@
+"""``BootstrapFewShot``: demos from the program's own successful runs.
+
+A teacher (the program itself, the same program on another LM, or any program with the same
+predictor names) runs on training examples; when its final answer passes the metric, every
+predictor call of that run becomes a demo for the predictor of the same name -- so a multi-step
+module gets demos for its intermediate steps, which no labelled example has. Runs stop once
+every predictor has ``k`` demos. Examples that failed are retried in later rounds (at most
+``max_rounds``) with a new rollout id and temperature 1.0, so a retry is a new sample while a
+rerun of the whole compile is answered from the cache.
+"""
+
+from __future__ import annotations
+
+import random
+from contextlib import nullcontext
+from typing import Any
+
+from sigform.evaluation.leaks import fingerprint
+from sigform.evaluation.metrics import Metric
+from sigform.optimize.base import Optimizer, as_demo, fits, passes
+from sigform.optimize.labeled import check_count
+from sigform.optimize.report import OptimizationReport, Trial
+from sigform.optimize.trace import TraceStep, tracing
+from sigform.predict.example import Example
+from sigform.predict.module import Module
+from sigform.predict.runstate import rollout, track_usage
+
+__all__ = ["BootstrapFewShot"]
+
+
+class BootstrapFewShot(Optimizer):
+    """Keep the traces of teacher runs that pass ``metric`` as demos.
+
+    Args:
+        metric: ``metric(example, prediction) -> bool | float``; default
+            :class:`~sigform.evaluation.TypedMatch` (the typed per-field match).
+        k: bootstrapped demos per predictor.
+        max_labeled: labelled training examples added after them (up to ``k + max_labeled``
+            demos), for predictors the labels fit.
+        teacher: ``None`` (the program itself), an LM (the program on that LM), or a program
+            with the same predictor names.
+        max_rounds: passes over the failed examples (round 1 at the program's settings).
+        threshold: the metric score a run needs to be kept (default 1.0: fully right).
+        max_examples: at most this many training examples are run per round (default: all).
+        seed: order in which training examples are tried.
+    """
+
+    def __init__(
+        self,
+        metric: Metric | None = None,
+        *,
+        k: int = 4,
+        max_labeled: int = 0,
+        teacher: Any = None,
+        max_rounds: int = 1,
+        threshold: float = 1.0,
+        max_examples: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.metric = metric
+        self.k = check_count(k)
+        self.max_labeled = check_count(max_labeled, "max_labeled")
+        if not isinstance(max_rounds, int) or max_rounds < 1:
+            raise ValueError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+        if max_examples is not None and (not isinstance(max_examples, int) or max_examples < 1):
+            raise ValueError(f"max_examples must be a positive integer or None, got {max_examples!r}")
+        self.teacher = teacher
+        self.max_rounds = max_rounds
+        self.threshold = threshold
+        self.max_examples = max_examples
+        self.seed = seed
+
+    def _describe(self) -> str:
+        extra = f", max_labeled={self.max_labeled}" if self.max_labeled else ""
+        return f"BootstrapFewShot(k={self.k}{extra}, max_rounds={self.max_rounds}, seed={self.seed})"
+
+    def _teacher_for(self, student: Module) -> Module:
+        teacher = self.teacher
+        if teacher is None:
+            return student.deepcopy()
+        if isinstance(teacher, Module):
+            mine = [n for n, _ in student.named_predictors()]
+            theirs = [n for n, _ in teacher.named_predictors()]
+            if mine != theirs:
+                raise ValueError(
+                    f"the teacher's predictors ({', '.join(theirs)}) differ from the program's "
+                    f"({', '.join(mine)})"
+                )
+            return teacher
+        copy = student.deepcopy()
+        copy.set_lm(teacher)  # an LM: the same program on a (usually stronger) model
+        return copy
+
+    def _optimize(
+        self, student: Module, train: list[Example], val: list[Example], report: OptimizationReport
+    ) -> None:
+        metric = self.typed_metric(student, self.metric)
+        teacher = self._teacher_for(student)
+        names = {id(p): name for name, p in teacher.named_predictors()}
+        targets = dict(student.named_predictors())
+        found: dict[str, list[Example]] = {name: [] for name in targets}
+        seen: dict[str, set[str]] = {name: set() for name in targets}
+        pending = list(train)
+        random.Random(self.seed).shuffle(pending)
+
+        def full() -> bool:
+            return all(len(demos) >= self.k for demos in found.values())
+
+        for round_no in range(self.max_rounds):
+            if full() or not pending:
+                break
+            batch = pending[: self.max_examples] if self.max_examples else pending
+            failed: list[Example] = []
+            kept = tried = 0
+            scope = (
+                rollout(rollout_id=f"bootstrap-{round_no}", temperature=1.0) if round_no else nullcontext()
+            )
+            with scope, track_usage() as tracker:
+                for example in batch:
+                    if full():
+                        break
+                    tried += 1
+                    steps = self._run(teacher, example, metric)
+                    if steps is None:
+                        failed.append(example)
+                        continue
+                    kept += 1
+                    for module, inputs, outputs in steps:
+                        name = names.get(id(module))
+                        if name is not None:
+                            self._keep(targets[name], inputs, outputs, found[name], seen[name])
+            pending = failed + pending[len(batch) :]
+            report.trials.append(
+                Trial(
+                    f"round {round_no + 1}",
+                    f"{kept} of {tried} teacher runs passed the metric",
+                    calls=tracker.requests,
+                    tokens=tracker.usage.total_tokens,
+                )
+            )
+        rng = random.Random(self.seed)
+        for name, predictor in targets.items():
+            demos = found[name]
+            if self.max_labeled:
+                extra = [
+                    ex
+                    for ex in train
+                    if fits(ex, predictor) and fingerprint(ex.to_dict("inputs")) not in seen[name]
+                ]
+                demos = demos + [
+                    as_demo(ex, predictor) for ex in rng.sample(extra, min(self.max_labeled, len(extra)))
+                ]
+            if demos:
+                predictor.demos = demos
+            elif not found[name]:
+                report.notes.append(f"{name}: no teacher run passed the metric; its demos were kept")
+        final = Trial(
+            "bootstrapped program", ", ".join(f"{n}: {len(d)} traces" for n, d in found.items()), chosen=True
+        )
+        if val:
+            final = self.score_on(student, val, self.metric, final.name, final.detail)
+            final.chosen = True
+        report.trials.append(final)
+
+    def _run(self, teacher: Module, example: Example, metric: Metric) -> list[TraceStep] | None:
+        """The teacher's trace on ``example`` when its answer passes the metric, else None."""
+        with tracing() as steps:
+            try:
+                prediction = teacher(**example.to_dict("inputs"))
+            except Exception:
+                return None
+        return steps if passes(metric, example, prediction, self.threshold) else None
+
+    def _keep(
+        self, predictor: Any, inputs: dict[str, Any], outputs: Any, demos: list[Example], seen: set[str]
+    ) -> None:
+        if len(demos) >= self.k:
+            return
+        key = fingerprint(inputs)
+        if key in seen:
+            return
+        signature = predictor.signature
+        values = {**inputs, **{n: outputs[n] for n in signature.output_fields if n in outputs}}
+        seen.add(key)
+        demos.append(Example(values).with_inputs(*inputs))
