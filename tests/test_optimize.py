@@ -139,6 +139,29 @@ def test_bootstrap_rounds_retry_failures_as_new_samples() -> None:
     assert later and all(k.get("rollout_id") == "bootstrap-1" and k.get("temperature") == 1.0 for k in later)
 
 
+def test_the_teacher_sees_labelled_demos_but_never_its_own_example() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def reply(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> Any:
+        country = last_user(messages).split("[[ ## country ## ]]")[-1].split()[0]
+        demos = "\n".join(str(m["content"]) for m in messages[1:-1])
+        seen.append((country, demos))
+        return chat(capital=CITIES[country])
+
+    BootstrapFewShot(k=6, teacher_demos=3).compile(program(ScriptedLM([reply] * 100)), trainset=TRAIN)
+    assert len(seen) == len(TRAIN)
+    assert all(demos.count("[[ ## capital ## ]]") >= 2 for _, demos in seen)  # labelled demos shown
+    assert all(country not in demos for country, demos in seen)  # but not its own label
+
+
+def test_slots_no_trace_filled_get_labelled_examples() -> None:
+    wrong = capital_lm(wrong=frozenset(CITIES))
+    filled = BootstrapFewShot(k=3).compile(program(wrong), trainset=TRAIN)
+    assert len(filled.demos) == 3 and all(d in TRAIN for d in filled.demos)
+    empty = BootstrapFewShot(k=3, fill_labeled=False).compile(program(wrong), trainset=TRAIN)
+    assert empty.demos == []
+
+
 def test_bootstrap_with_a_teacher_lm_uses_it_for_the_traces() -> None:
     student_lm, teacher_lm = chain_lm(wrong=frozenset(CITIES)), chain_lm()
     result = BootstrapFewShot(k=2, teacher=teacher_lm).compile(Chain(student_lm), trainset=TRAIN)

@@ -7,6 +7,11 @@ module gets demos for its intermediate steps, which no labelled example has. Run
 every predictor has ``k`` demos. Examples that failed are retried in later rounds (at most
 ``max_rounds``) with a new rollout id and temperature 1.0, so a retry is a new sample while a
 rerun of the whole compile is answered from the cache.
+
+A teacher made from the program itself gets ``teacher_demos`` labelled training examples as
+demos where it has none (a small model rarely answers well zero-shot), never the example it is
+running on (its label would be in the prompt). Slots no passing trace filled are filled with
+labelled examples (``fill_labeled``), so the result has ``k`` demos where the data allows.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 from sigform.evaluation.leaks import fingerprint
 from sigform.evaluation.metrics import Metric
 from sigform.optimize.base import Optimizer, as_demo, fits, passes
-from sigform.optimize.labeled import check_count
+from sigform.optimize.labeled import check_count, sample_demos
 from sigform.optimize.report import OptimizationReport, Trial
 from sigform.optimize.trace import TraceStep, tracing
 from sigform.predict.example import Example
@@ -34,11 +39,12 @@ class BootstrapFewShot(Optimizer):
     Args:
         metric: ``metric(example, prediction) -> bool | float``; default
             :class:`~sigform.evaluation.TypedMatch` (the typed per-field match).
-        k: bootstrapped demos per predictor.
-        max_labeled: labelled training examples added after them (up to ``k + max_labeled``
-            demos), for predictors the labels fit.
+        k: demos per predictor.
+        fill_labeled: fill the slots no passing trace filled with labelled training examples.
         teacher: ``None`` (the program itself), an LM (the program on that LM), or a program
             with the same predictor names.
+        teacher_demos: labelled demos given to a teacher built here (``None`` or an LM) for the
+            predictors that have none (0: run it as it is).
         max_rounds: passes over the failed examples (round 1 at the program's settings).
         threshold: the metric score a run needs to be kept (default 1.0: fully right).
         max_examples: at most this many training examples are run per round (default: all).
@@ -50,8 +56,9 @@ class BootstrapFewShot(Optimizer):
         metric: Metric | None = None,
         *,
         k: int = 4,
-        max_labeled: int = 0,
+        fill_labeled: bool = True,
         teacher: Any = None,
+        teacher_demos: int = 4,
         max_rounds: int = 1,
         threshold: float = 1.0,
         max_examples: int | None = None,
@@ -60,7 +67,8 @@ class BootstrapFewShot(Optimizer):
         super().__init__()
         self.metric = metric
         self.k = check_count(k)
-        self.max_labeled = check_count(max_labeled, "max_labeled")
+        self.fill_labeled = fill_labeled
+        self.teacher_demos = check_count(teacher_demos, "teacher_demos")
         if not isinstance(max_rounds, int) or max_rounds < 1:
             raise ValueError(f"max_rounds must be a positive integer, got {max_rounds!r}")
         if max_examples is not None and (not isinstance(max_examples, int) or max_examples < 1):
@@ -72,13 +80,20 @@ class BootstrapFewShot(Optimizer):
         self.seed = seed
 
     def _describe(self) -> str:
-        extra = f", max_labeled={self.max_labeled}" if self.max_labeled else ""
-        return f"BootstrapFewShot(k={self.k}{extra}, max_rounds={self.max_rounds}, seed={self.seed})"
+        return f"BootstrapFewShot(k={self.k}, max_rounds={self.max_rounds}, seed={self.seed})"
 
-    def _teacher_for(self, student: Module) -> Module:
+    def _teacher_for(self, student: Module, train: list[Example]) -> tuple[Module, bool]:
+        """The teacher, and whether it was built here (then its labelled demos may be adjusted)."""
         teacher = self.teacher
-        if teacher is None:
-            return student.deepcopy()
+        if teacher is None or not isinstance(teacher, Module):
+            built = student.deepcopy()
+            if teacher is not None:
+                built.set_lm(teacher)  # an LM: the same program on a (usually stronger) model
+            rng = random.Random(self.seed)
+            for predictor in built.predictors():
+                if not predictor.demos and self.teacher_demos:
+                    predictor.demos = sample_demos(predictor, train, self.teacher_demos, rng)
+            return built, True
         if isinstance(teacher, Module):
             mine = [n for n, _ in student.named_predictors()]
             theirs = [n for n, _ in teacher.named_predictors()]
@@ -87,16 +102,13 @@ class BootstrapFewShot(Optimizer):
                     f"the teacher's predictors ({', '.join(theirs)}) differ from the program's "
                     f"({', '.join(mine)})"
                 )
-            return teacher
-        copy = student.deepcopy()
-        copy.set_lm(teacher)  # an LM: the same program on a (usually stronger) model
-        return copy
+        return teacher, False
 
     def _optimize(
         self, student: Module, train: list[Example], val: list[Example], report: OptimizationReport
     ) -> None:
         metric = self.typed_metric(student, self.metric)
-        teacher = self._teacher_for(student)
+        teacher, built = self._teacher_for(student, train)
         names = {id(p): name for name, p in teacher.named_predictors()}
         targets = dict(student.named_predictors())
         found: dict[str, list[Example]] = {name: [] for name in targets}
@@ -121,7 +133,7 @@ class BootstrapFewShot(Optimizer):
                     if full():
                         break
                     tried += 1
-                    steps = self._run(teacher, example, metric)
+                    steps = self._run(teacher, example, metric, built)
                     if steps is None:
                         failed.append(example)
                         continue
@@ -141,19 +153,13 @@ class BootstrapFewShot(Optimizer):
             )
         rng = random.Random(self.seed)
         for name, predictor in targets.items():
-            demos = found[name]
-            if self.max_labeled:
-                extra = [
-                    ex
-                    for ex in train
-                    if fits(ex, predictor) and fingerprint(ex.to_dict("inputs")) not in seen[name]
-                ]
-                demos = demos + [
-                    as_demo(ex, predictor) for ex in rng.sample(extra, min(self.max_labeled, len(extra)))
-                ]
+            demos = found[name] + self._labeled_fill(predictor, train, len(found[name]), seen[name], rng)
+            traced = len(found[name])
+            if len(demos) > traced:
+                report.notes.append(f"{name}: {traced} bootstrapped + {len(demos) - traced} labelled demos")
             if demos:
                 predictor.demos = demos
-            elif not found[name]:
+            else:
                 report.notes.append(f"{name}: no teacher run passed the metric; its demos were kept")
         final = Trial(
             "bootstrapped program", ", ".join(f"{n}: {len(d)} traces" for n, d in found.items()), chosen=True
@@ -163,14 +169,43 @@ class BootstrapFewShot(Optimizer):
             final.chosen = True
         report.trials.append(final)
 
-    def _run(self, teacher: Module, example: Example, metric: Metric) -> list[TraceStep] | None:
+    def _labeled_fill(
+        self, predictor: Any, train: list[Example], have: int, seen: set[str], rng: random.Random
+    ) -> list[Example]:
+        """Labelled demos for the slots no passing trace filled (none unless ``fill_labeled``)."""
+        missing = self.k - have
+        if not self.fill_labeled or missing <= 0:
+            return []
+        names = list(predictor.signature.input_fields)
+        extra = [ex for ex in train if fits(ex, predictor) and fingerprint(ex, names) not in seen]
+        return [as_demo(ex, predictor) for ex in rng.sample(extra, min(missing, len(extra)))]
+
+    def _run(self, teacher: Module, example: Example, metric: Metric, built: bool) -> list[TraceStep] | None:
         """The teacher's trace on ``example`` when its answer passes the metric, else None."""
-        with tracing() as steps:
-            try:
-                prediction = teacher(**example.to_dict("inputs"))
-            except Exception:
-                return None
-        return steps if passes(metric, example, prediction, self.threshold) else None
+        hidden = self._hide_own_label(teacher, example) if built else []
+        try:
+            with tracing() as steps:
+                try:
+                    prediction = teacher(**example.to_dict("inputs"))
+                except Exception:
+                    return None
+            return steps if passes(metric, example, prediction, self.threshold) else None
+        finally:
+            for predictor, demos in hidden:
+                predictor.demos = demos
+
+    @staticmethod
+    def _hide_own_label(teacher: Module, example: Example) -> list[tuple[Any, list[Example]]]:
+        """Take ``example`` out of the teacher's demos for its own run; returns what to restore."""
+        key = fingerprint(example.to_dict("inputs"))
+        changed = []
+        for predictor in teacher.predictors():
+            names = list(predictor.signature.input_fields)
+            kept = [d for d in predictor.demos if fingerprint(d, names) != key]
+            if len(kept) != len(predictor.demos):
+                changed.append((predictor, predictor.demos))
+                predictor.demos = kept
+        return changed
 
     def _keep(
         self, predictor: Any, inputs: dict[str, Any], outputs: Any, demos: list[Example], seen: set[str]
