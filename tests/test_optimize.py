@@ -266,6 +266,19 @@ def test_knn_chooses_the_nearest_training_examples_per_call() -> None:
     assert optimiser.report is not None and optimiser.report.demos == {"self": 2}
 
 
+def test_knn_replaces_fixed_demos_unless_asked_to_keep_them() -> None:
+    fixed = [Example(text="a plum", kind="fruit")]
+    lm = kind_lm()
+    knn = KNNFewShot(k=1).compile(Predict("text -> kind", lm=lm, demos=fixed), trainset=FRUIT)
+    knn(text="a truck")
+    assert knn.demos == [] and "plum" not in demo_texts(lm)
+    keeping = KNNFewShot(k=1, keep_demos=True)
+    both = keeping.compile(Predict("text -> kind", lm=lm, demos=fixed), trainset=FRUIT)
+    both(text="a truck")
+    shown = demo_texts(lm)
+    assert both.demos == fixed and shown.index("plum") < shown.index("truck drove")
+
+
 def test_knn_is_saved_and_loaded_with_the_program(tmp_path: Path) -> None:
     knn = KNNFewShot(k=1).compile(Predict("text -> kind", lm=kind_lm()), trainset=FRUIT)
     path = knn.save(tmp_path / "knn.json")

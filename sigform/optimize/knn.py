@@ -1,10 +1,11 @@
 """Nearest-neighbour demos: for each call, the ``k`` training examples most like its inputs.
 
 ``KNNFewShot(k).compile(program, trainset=...)`` gives each predictor whose fields the trainset
-carries a :class:`KNNDemos` selector (``predictor.demo_selector``). On every call the selector
-ranks its pool by similarity to the call's input values -- BM25 by default, or embeddings -- and
-the ``k`` nearest become demos after the predictor's fixed ones, the nearest last (closest to the
-question). Ties keep trainset order, so the same input always gets the same demos.
+carries a :class:`KNNDemos` selector (``predictor.demo_selector``) in place of its fixed demos
+(``keep_demos=True`` keeps them, before the chosen ones). On every call the selector ranks its
+pool by similarity to the call's input values -- BM25 by default, or embeddings -- and the ``k``
+nearest become demos, the nearest last (closest to the question). Ties keep trainset order, so
+the same input always gets the same demos.
 
 The selector is saved with the program (pool, ``k``, fields, index kind, embedding model name)
 and the index is rebuilt on first use after loading. A custom embedder function cannot be saved:
@@ -182,6 +183,7 @@ class KNNFewShot(Optimizer):
         k: demos per call.
         embedder: ``None`` (BM25, no model needed), a litellm embedding model name, or a function.
         fields: the input fields compared (default: the predictor's inputs).
+        keep_demos: keep the predictors' fixed demos (shown before the chosen ones).
         metric: used only to score the result on ``valset`` when one is given.
     """
 
@@ -191,9 +193,11 @@ class KNNFewShot(Optimizer):
         *,
         embedder: EmbedderSpec = None,
         fields: Sequence[str] | None = None,
+        keep_demos: bool = False,
         metric: Metric | None = None,
     ) -> None:
         super().__init__()
+        self.keep_demos = keep_demos
         self.k = check_count(k)
         self.embedder = _as_embedder(embedder)
         self.fields = tuple(fields) if fields is not None else None
@@ -213,6 +217,8 @@ class KNNFewShot(Optimizer):
                 continue
             fields = self.fields or tuple(predictor.signature.input_fields)
             predictor.demo_selector = KNNDemos(pool, self.k, fields=fields, embedder=self.embedder)
+            if not self.keep_demos:
+                predictor.demos = []
         detail = f"{self.k} nearest of {len(train)} per call"
         trial = Trial("nearest-neighbour demos", detail, chosen=True)
         if val:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,7 +34,9 @@ class BM25Index:
 
     def __init__(self, texts: Sequence[str]) -> None:
         try:
-            import bm25s
+            with warnings.catch_warnings():  # bm25s imports tqdm.auto, which warns in notebooks
+                warnings.filterwarnings("ignore", message="IProgress not found")
+                import bm25s
         except ImportError:
             raise ImportError(
                 "nearest-neighbour demos with the BM25 index need the bm25s package: "
