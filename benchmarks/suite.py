@@ -21,9 +21,9 @@ from benchmarks.common import DSPY_VERSION, Section, ensure_dspy_venv, venv_pyth
 
 NAMES = (
     "import", "first_call", "format_parse", "e2e_call", "throughput", "memory", "corpus", "adversarial_parse",
-    "local_model", "real_suite",
+    "local_model", "real_suite", "fewshot",
 )
-LOCAL = ("local_model", "real_suite")  # on the embedded model: only with --local
+LOCAL = ("local_model", "real_suite", "fewshot")  # on the embedded model: only with --local
 DEFAULT = tuple(n for n in NAMES if n not in LOCAL)
 
 
@@ -62,6 +62,7 @@ def _runners(opts: Options, dspy_python: Path | None) -> dict[str, Callable[[], 
         adversarial_parse,
         corpus,
         e2e_call,
+        fewshot,
         first_call,
         format_parse,
         import_time,
@@ -84,6 +85,7 @@ def _runners(opts: Options, dspy_python: Path | None) -> dict[str, Callable[[], 
         "adversarial_parse": lambda: adversarial_parse.run(opts.adversarial_sizes, opts.adversarial_repeats),
         "local_model": lambda: local_model.run(with_dspy),
         "real_suite": lambda: real_model.run(with_dspy),
+        "fewshot": lambda: fewshot.run(with_dspy, log=opts.log),
     }
 
 
