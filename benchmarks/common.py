@@ -121,22 +121,24 @@ def dspy_available() -> bool:
     if not python.exists():
         return False
     probe = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print(m.version('dspy'))"],
+        [str(python), "-c", "import importlib.metadata as m, numpy; print(m.version('dspy'))"],
         capture_output=True, text=True, env=child_env(),
     )
     return probe.returncode == 0 and probe.stdout.strip() == DSPY_VERSION
 
 
 def ensure_dspy_venv(log: Callable[[str], None] = print) -> Path:
-    """The DSPy venv's python, creating the venv and installing dspy==3.4.1 on first use."""
+    """The DSPy venv's python, creating the venv and installing dspy==3.4.1 (and numpy, for its
+    KNNFewShot) on first use."""
     if dspy_available():
         return venv_python()
     target = venv_dir()
     log(f"creating {target} with dspy=={DSPY_VERSION} (first run only; takes a minute or two)")
     if not venv_python().exists():
         subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
+    # numpy: DSPy's KNNFewShot needs it (a lazy import) but DSPy does not depend on it
     subprocess.run(
-        [str(venv_python()), "-m", "pip", "install", "--quiet", f"dspy=={DSPY_VERSION}"], check=True
+        [str(venv_python()), "-m", "pip", "install", "--quiet", f"dspy=={DSPY_VERSION}", "numpy"], check=True
     )
     if not dspy_available():
         raise RuntimeError(f"dspy=={DSPY_VERSION} could not be installed into {target}")
