@@ -75,3 +75,40 @@ def test_cell_formatting() -> None:
     assert cells(Row("x", "m", "ms", 1.0, met=False))[-1] == "NO"
     assert fmt_value(None) == "-" and fmt_ratio(None) == "-"
     assert fmt_value(0.01234) == "0.0123" and fmt_value(3) == "3"
+
+
+def test_fewshot_section_compares_strategies_with_intervals() -> None:
+    from benchmarks import fewshot
+    from benchmarks.real_suite.tasks import select
+
+    tasks = select("people")
+    test = fewshot._examples(tasks[0], "test", 4)
+
+    def side(right: dict[str, list[bool]], calls: dict[str, int]) -> dict:
+        out = {}
+        for strategy, oks in right.items():
+            records = []
+            for example, ok in zip(test, oks, strict=True):
+                value = dict(example["expect"]) if ok else {k: None for k in example["expect"]}
+                records.append({"id": example["id"], "value": value, "calls": 1, "prompt_tokens": 10,
+                                "completion_tokens": 5, "seconds": 2.0})
+            out[strategy] = {"optimise": {"calls": calls.get(strategy, 0), "tokens": 0, "seconds": 0.0},
+                             "records": records}
+        return {"people": out}
+
+    ours = side({"hand-picked": [True, False, False, False], "labeled": [True, True, False, False],
+                 "bootstrap": [True, True, True, False], "knn": [True, True, True, True]}, {"bootstrap": 6})
+    theirs = side({"labeled": [True, False, False, False], "bootstrap": [True, True, False, False],
+                   "knn": [True, True, True, False]}, {"bootstrap": 9})["people"]
+    mine = fewshot._totals(ours, tasks, 4)
+    other = fewshot._totals({"people": theirs}, tasks, 4)
+    overhead = fewshot.evaluate_overhead(n=20)
+    assert set(overhead) == {"overhead_per_example", "plain_call"} and overhead["plain_call"] > 0
+    section = fewshot._section(mine, other, overhead, tasks, 4, ours, {"people": theirs})
+    rows = {r.metric: r for r in section.rows}
+    assert rows["knn: all fields right"].sigform == 100 and rows["knn: all fields right"].dspy == 75
+    assert "vs hand-picked +75.0 pts" in rows["knn: all fields right"].note
+    assert rows["bootstrap: LM calls / tokens to choose demos"].dspy == 9
+    best = rows["best strategy: all fields right"]
+    assert best.met is True and "sigform knn" in best.note and "DSPy knn" in best.note
+    assert rows["sf.evaluate overhead per example / one LM call"].target == "< 1%"
