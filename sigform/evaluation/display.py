@@ -52,6 +52,10 @@ def _brief(record: ExampleRecord) -> str:
     return shorten(text, 240)
 
 
+def _score_text(record: ExampleRecord) -> str:
+    return "-" if record.score is None else f"{record.score:.2f}"
+
+
 def text_summary(result: EvaluationResult) -> str:
     lines = [_title(result)]
     lines += [f"  {name}: {value}" for name, value in _headline(result)]
@@ -84,8 +88,14 @@ def rich_summary(result: EvaluationResult) -> Any:
         for column in ("#", "status", "score", "inputs", "gold", "prediction / error"):
             table.add_column(column, overflow="fold")
         for r in worst:
-            score = "-" if r.score is None else f"{r.score:.2f}"
-            cells = (str(r.index), r.status, score, shorten(r.inputs, 80), shorten(r.gold, 80), _brief(r))
+            cells = (
+                str(r.index),
+                r.status,
+                _score_text(r),
+                shorten(r.inputs, 80),
+                shorten(r.gold, 80),
+                _brief(r),
+            )
             table.add_row(*cells)
         parts.append(table)
     return Group(*parts)
@@ -109,8 +119,14 @@ def html_summary(result: EvaluationResult) -> str:
         out += [f"<th>{h}</th>" for h in ("#", "status", "score", "inputs", "gold", "prediction / error")]
         out.append("</tr>")
         for r in worst:
-            score = "-" if r.score is None else f"{r.score:.2f}"
-            cells = (r.index, r.status, score, shorten(r.inputs, 160), shorten(r.gold, 160), _brief(r))
+            cells = (
+                r.index,
+                r.status,
+                _score_text(r),
+                shorten(r.inputs, 160),
+                shorten(r.gold, 160),
+                _brief(r),
+            )
             out.append("<tr>" + "".join(_cell(c) for c in cells) + "</tr>")
         out.append("</table>")
     out.append("</div>")

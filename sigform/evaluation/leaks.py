@@ -19,8 +19,9 @@ class LabelLeakWarning(UserWarning):
     """Examples used to choose or show demos are also being scored."""
 
 
-def fingerprint(values: Mapping[str, Any], names: Iterable[str] | None = None) -> str:
-    """A canonical text of ``values`` (only ``names`` when given) for exact-match lookups."""
+def fingerprint(values: Mapping[str, Any] | Any, names: Iterable[str] | None = None) -> str:
+    """A canonical text of ``values`` -- a mapping or an Example -- (only ``names`` when given) for
+    exact-match lookups."""
     from pydantic_core import to_jsonable_python
 
     keys = sorted(values if names is None else (n for n in names if n in values))
