@@ -43,6 +43,7 @@ SECTION = "10 few-shot"
 K = 3
 STRATEGIES = ("labeled", "bootstrap", "knn")
 OVERHEAD_EXAMPLES = 300
+ROUNDS = 5
 
 
 def _examples(task: Task, split: str, limit: int | None = None) -> list[dict[str, Any]]:
@@ -155,10 +156,10 @@ def evaluate_overhead(n: int = OVERHEAD_EXAMPLES) -> dict[str, float]:
     from sigform.testing import ScriptedLM
 
     answer = "[[ ## payee ## ]]\nAcme\n\n[[ ## amount ## ]]\n12.5\n\n[[ ## completed ## ]]"
-    program = sf.Predict("text -> payee, amount: float", lm=ScriptedLM([answer] * (4 * n + 10)))
+    program = sf.Predict("text -> payee, amount: float", lm=ScriptedLM([answer] * (2 * ROUNDS * n + 10)))
     devset = [sf.Example(text=f"note {i}", payee="Acme", amount=12.5).with_inputs("text") for i in range(n)]
-    rounds = []
-    for _ in range(2):
+    rounds, plains = [], []
+    for _ in range(ROUNDS):  # alternating rounds: drifting load hits both alike
         start = time.perf_counter()
         for example in devset:
             program(**example.inputs().to_dict())
@@ -166,7 +167,9 @@ def evaluate_overhead(n: int = OVERHEAD_EXAMPLES) -> dict[str, float]:
         start = time.perf_counter()
         sf.evaluate(program, devset, concurrency=1, progress=False)
         rounds.append(((time.perf_counter() - start) - plain) / n)
-    return {"overhead_per_example": min(rounds), "plain_call": plain / n}
+        plains.append(plain / n)
+    # the median of per-round differences; near zero it is noise and may come out negative
+    return {"overhead_per_example": statistics.median(rounds), "plain_call": statistics.median(plains)}
 
 
 def run(
