@@ -47,7 +47,7 @@ def server(api_base: str | None, model: str | None = None) -> Iterator[tuple[str
 def _served_model(api_base: str) -> str:
     import httpx
 
-    listing = httpx.get(api_base.rstrip("/") + "/models", timeout=10).json()
+    listing = httpx.get(api_base.rstrip("/") + "/models", timeout=120).json()
     return str(listing["data"][0]["id"])
 
 
