@@ -8,9 +8,13 @@ The call loop is written once as a generator that yields LM requests, stepped by
 
 1. format and send; parse every candidate;
 2. a candidate whose *values* do not validate (:class:`FieldValueError`) is asked again, up to
-   ``max_reasks`` times, with its previous answer and the validation errors;
+   ``max_reasks`` times, with its previous answer and the validation errors: where the LM
+   constrains decoding to a JSON schema, for the failing fields only, under a schema that rules
+   the failure out (:mod:`sigform.adapters.repair`); a request identical to one already sent in
+   the run is never sent (at temperature 0 it would get the same answer);
 3. candidates whose *structure* is wrong (:class:`StructureError`) go to the fallback adapter
-   (ChatAdapter -> JSONAdapter by default), which gets its own reasks;
+   (ChatAdapter -> JSONAdapter by default), which gets its own reasks; an empty answer goes
+   there only when the fallback's request is constrained (else it would come back empty or junk);
 4. empty completions after a refusal or a length stop, and answers cut off by the token limit,
    get their own clear error: asking the same way again would not help;
 5. with ``n > 1`` only the failed candidates are retried. The final error names the adapters
@@ -46,11 +50,19 @@ from sigform.adapters.native_tools import (
     request_tools,
 )
 from sigform.adapters.parse_plan import ChatParsePlan, JSONParsePlan, build_parse_plan
+from sigform.adapters.repair import RepairPlan, constrained_modes, failing_fields, request_key
 from sigform.adapters.request_plan import build_request_plan
 from sigform.adapters.result import AdapterResult, Slot, final_error
 from sigform.adapters.templating import TemplateSet
 from sigform.conversation import LAYOUT_KEY, Layout, asend, send
-from sigform.errors import FieldError, FieldValueError, ParseError, StructureError
+from sigform.errors import (
+    BadRequestError,
+    FieldError,
+    FieldValueError,
+    ParseError,
+    ProviderError,
+    StructureError,
+)
 from sigform.hooks import emit
 from sigform.lm.interface import Completion, LMProtocol, Usage
 from sigform.types.render import plain_text
@@ -82,6 +94,15 @@ class _RunState:
         self.received: list[Completion] = []
         self.first_messages: list[Message] | None = None
         self.first_kwargs: dict[str, Any] = {}
+        self.sent: set[str] = set()
+
+    def fresh(self, request: Request) -> bool:
+        """Record ``request``; False when an identical one was already sent in this run."""
+        key = request_key(request.messages, request.kwargs)
+        if key in self.sent:
+            return False
+        self.sent.add(key)
+        return True
 
     def absorb(self, sub: AdapterResult) -> None:
         """Count a finished sub-loop's requests, usage and completions as this run's own."""
@@ -144,6 +165,8 @@ class Adapter:
         self._fallback_option = fallback
         self._matchers = SigCache()
         self._parse_plans = SigCache()
+        self._repair = RepairPlan()
+        self._repair_json: Adapter | None = None
         self._lock = threading.Lock()
         # the per-signature fast paths (request and parse plans); tests turn them off to compare
         # with the generic paths, which give the same results
@@ -583,6 +606,12 @@ class Adapter:
                     adapter=self.name,
                 )
 
+    def finished_completion(
+        self, signature: Any, completion: Completion, kwargs: Mapping[str, Any]
+    ) -> Completion:
+        """``completion`` as the adapter reads it (XML: with the stop sequence put back)."""
+        return completion
+
     def complete_answer(self, text: str) -> bool:
         """Whether a length-stopped ``text`` still holds a whole answer (chat: the completed marker)."""
         return True
@@ -600,10 +629,12 @@ class Adapter:
         messages, layout = self.format_with_layout(signature, demos, inputs)
         kwargs = self.request_kwargs(lm, signature, inputs, lm_kwargs)
         kwargs[LAYOUT_KEY] = layout  # read by the driver: pruning and cache markers
-        completions = yield from self._send(lm, state, Request(messages, kwargs))
+        first = Request(messages, kwargs)
+        state.fresh(first)
+        completions = yield from self._send(lm, state, first)
         if not completions:
             raise StructureError("the LM returned no completion", adapter=self.name)
-        slots = [Slot(c) for c in completions]
+        slots = [Slot(self.finished_completion(signature, c, kwargs)) for c in completions]
         for slot in slots:
             self._judge(signature, slot, inputs)
         one = {k: v for k, v in kwargs.items() if k != "n"}
@@ -615,14 +646,76 @@ class Adapter:
                 and slot.reasks < self.max_reasks
             ):
                 slot.reasks += 1
-                assert slot.error is not None
-                retry = self.reask_messages(signature, messages, slot.completion, slot.error)
-                again = yield from self._send(lm, state, Request(retry, one))
-                if not again:
+                sent = yield from self._retry_values(lm, signature, messages, one, slot, state, inputs)
+                if not sent:
                     break
-                slot.completion = again[0]
-                self._judge(signature, slot, inputs)
         return slots
+
+    def constrains(self, lm: LMProtocol) -> bool:
+        """Whether this adapter's requests to ``lm`` constrain decoding to its answer format."""
+        return False
+
+    def constrained_json(self) -> Any:
+        """The JSONAdapter that sends constrained retries (this adapter itself, if it is one)."""
+        if self._repair_json is None:
+            from sigform.adapters.json_adapter import JSONAdapter
+
+            self._repair_json = self if isinstance(self, JSONAdapter) else JSONAdapter(max_reasks=0)
+        return self._repair_json
+
+    def _retry_values(
+        self,
+        lm: LMProtocol,
+        signature: Any,
+        messages: list[Message],
+        kwargs: Mapping[str, Any],
+        slot: Slot,
+        state: _RunState,
+        inputs: Mapping[str, Any],
+    ) -> Generator[Request, Any, bool]:
+        """Ask again for a candidate whose values failed: for the failing fields only, under a
+        schema constraint, where the LM has one; else a re-ask. False when nothing was sent: a
+        request identical to one already sent would get the same answer at temperature 0."""
+        assert slot.error is not None
+        json_adapter = self.constrained_json()
+        modes = [] if isinstance(signature, TextSignature) else constrained_modes(json_adapter, lm)
+        if not modes:
+            reask = self.reask_messages(signature, messages, slot.completion, slot.error)
+            retry = Request(reask, dict(kwargs))
+            if not state.fresh(retry):
+                return False
+            again = yield from self._send(lm, state, retry)
+            if not again:
+                return False
+            slot.completion = self.finished_completion(signature, again[0], kwargs)
+            self._judge(signature, slot, inputs)
+            return True
+        failing = failing_fields(slot.error)
+        subset = self._repair.failing_signature(signature, failing)
+        request_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "response_format")}
+        request_kwargs.update(__modes__=modes, __signature__=subset)
+        answer = slot.completion.text or ""
+        retry = Request(self._repair.messages(self, signature, messages, answer, slot.error), request_kwargs)
+        if not state.fresh(retry):
+            return False
+        try:
+            again = yield from json_adapter._send(lm, state, retry)
+        except (BadRequestError, ProviderError):  # every constrained mode was refused
+            return False
+        if not again:
+            return False
+        fix = again[0]
+        slot.history.append(fix)
+        slot.adapters.append(json_adapter.name)
+        try:
+            kept = self._repair.kept_values(self, signature, slot.completion, failing)
+            fixed = json_adapter.parse(subset, fix.text or "", inputs=inputs)
+        except ParseError as exc:
+            slot.error = exc.with_context(raw=fix.text or "", adapter=json_adapter.name)
+            slot.terminal = True  # the constrained retry is the last word on these fields
+            return True
+        slot.outputs, slot.error, slot.completion = self._repair.merge(signature, kept, fixed), None, fix
+        return True
 
     def _run(
         self,
@@ -639,6 +732,9 @@ class Adapter:
         # looked up only when needed (ChatAdapter's default builds a JSONAdapter on first use);
         # fallback=True, which only ChatAdapter accepts, is still checked on every run
         fallback = self.fallback_adapter() if redo or self._fallback_option is True else None
+        if fallback is not None and redo and not fallback.constrains(lm):
+            # an empty answer asked again without a constraint comes back empty or as junk
+            redo = [s for s in redo if (s.completion.text or "").strip()]
         if fallback is not None and redo:
             names.append(fallback.name)
             kwargs = dict(lm_kwargs)

@@ -58,9 +58,9 @@ class JSONAdapter(Adapter):
         """The strict JSON schema of the output object (cached per signature)."""
         schema = self._schemas.get(signature)
         if schema is None:
-            from sigform.types import strict_json_schema
+            from sigform.adapters.repair import constrained_schema
 
-            schema = strict_json_schema({v.name: v.validation_annotation for v in field_views(signature)[1]})
+            schema = constrained_schema({v.name: v.validation_annotation for v in field_views(signature)[1]})
             self._schemas.put(signature, schema)
         return schema
 
@@ -78,7 +78,10 @@ class JSONAdapter(Adapter):
         }
         if defs:
             schema["$defs"] = defs
-        return {"schema": json.dumps(schema, ensure_ascii=False, separators=(", ", ": "))}
+        from sigform.types.shape import object_shape
+
+        shape = object_shape([(v.name, v.validation_annotation, v.desc) for v in outputs])
+        return {"schema": json.dumps(schema, ensure_ascii=False, separators=(", ", ": ")), "shape": shape}
 
     def neutralise(self, text: str) -> str:
         return neutralise_markers(text)
@@ -96,6 +99,9 @@ class JSONAdapter(Adapter):
         return "one JSON object with the output fields as keys"
 
     # ---- requests -----------------------------------------------------------------------------
+
+    def constrains(self, lm: LMProtocol) -> bool:
+        return self.modes_for(lm)[0] != "text"
 
     def modes_for(self, lm: LMProtocol) -> list[str]:
         """The request modes to try for ``lm``, best first, after remembered step-downs."""

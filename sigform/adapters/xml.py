@@ -4,10 +4,16 @@ Lists are written as ``<item>`` children, dicts and models as one child element 
 that is not a valid element name falls back to a JSON payload), ``None`` as an empty element.
 Inputs are escaped, so user text can never open or close an element. Parsing is tolerant (see
 :mod:`sigform.adapters.xml_scan`).
+
+The closing tag of the last output field is sent as a stop sequence (where the LM supports stop
+sequences and no nested element carries that name), so generation ends with the answer: a small
+model otherwise writes more elements, or junk, up to ``max_tokens``. Servers leave the stop
+sequence out of the text; it is put back before parsing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -17,8 +23,9 @@ import regex
 from sigform.adapters.base import Adapter
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.extraction import _base, _item_annotation, _model_fields
-from sigform.adapters.fields import FieldView, kind_of
+from sigform.adapters.fields import FieldView, SigCache, field_views, kind_of
 from sigform.adapters.xml_scan import escape_text
+from sigform.lm.interface import Completion, LMProtocol
 
 __all__ = ["XMLAdapter"]
 
@@ -33,6 +40,48 @@ class XMLAdapter(Adapter):
     template_folder: ClassVar[str] = "xml"
     parse_order: ClassVar[tuple[str, ...]] = ("xml", "json", "chat")
     stream_format: ClassVar[str] = "xml"
+
+    def __init__(self, *, use_stop: bool = True, **options: Any) -> None:
+        super().__init__(**options)
+        self.use_stop = use_stop
+        self._stop_tags = SigCache()
+
+    def stop_tag(self, signature: Any) -> str | None:
+        """The closing tag that ends an answer (the last output's), or ``None`` when an element
+        nested in some output carries the same name (stopping there would cut the answer)."""
+        cached = self._stop_tags.get(signature)
+        if cached is None:
+            outputs = field_views(signature)[1]
+            last = outputs[-1].name if outputs else ""
+            nested: set[str] = set()
+            for view in outputs:
+                _nested_names(view.annotation, nested, 0)
+            safe = last and last not in nested and "*" not in nested
+            cached = self._stop_tags.put(signature, f"</{last}>" if safe else "")
+        return cached or None
+
+    def request_kwargs(
+        self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        kwargs = super().request_kwargs(lm, signature, inputs, lm_kwargs)
+        tag = self.stop_tag(signature) if self.use_stop and signature.output_fields else None
+        if tag is not None and "stop" not in kwargs and lm.supports("stop"):
+            kwargs["stop"] = [tag]
+        return kwargs
+
+    def finished_completion(
+        self, signature: Any, completion: Completion, kwargs: Mapping[str, Any]
+    ) -> Completion:
+        """``completion`` with the closing tag put back when our stop sequence ended it: the last
+        element was opened after every closing of it and is still open."""
+        tag = self.stop_tag(signature)
+        text = completion.text
+        if tag is None or kwargs.get("stop") != [tag] or completion.finish_reason != "stop" or not text:
+            return completion
+        opened = max(text.rfind(f"<{tag[2:-1]}>"), text.rfind(f"<{tag[2:-1]} "))
+        if opened < 0 or text.find(tag, opened) >= 0:
+            return completion
+        return dataclasses.replace(completion, text=text + tag)
 
     def neutralise(self, text: str) -> str:
         # chat headers too: the XML parser falls back to reading them, and no adapter's user text
@@ -102,3 +151,20 @@ class XMLAdapter(Adapter):
 
     def format_name(self) -> str:
         return "one XML element per output field"
+
+
+def _nested_names(annotation: Any, into: set[str], depth: int) -> None:
+    """Names of the elements nested in a value of ``annotation`` (model fields, ``item``)."""
+    if depth >= _MAX_SKELETON_DEPTH * 2:
+        return
+    kind, _ = kind_of(annotation)
+    if kind == "model":
+        for name, ann in _model_fields(_base(annotation)).items():
+            into.add(name)
+            _nested_names(ann, into, depth + 1)
+    elif kind == "list":
+        into.add("item")
+        _nested_names(_item_annotation(annotation, 0), into, depth + 1)
+    elif kind == "dict":
+        into.add("*")  # keys are element names we cannot know: any name may be nested
+        _nested_names(_item_annotation(annotation, -1), into, depth + 1)

@@ -1,0 +1,131 @@
+"""Retries that can change the answer (issue 12).
+
+At temperature 0 a free-text re-ask tends to bring back the same answer: a wasted call. So:
+
+* When the LM constrains decoding to a JSON schema (``json_schema`` or llama.cpp's
+  ``json_object`` with a schema), a candidate whose values do not validate is asked again for
+  **only the failing fields**, with a schema that rules the failure out: numbers as numbers,
+  dates as a ``YYYY-MM-DD`` pattern, Literal/Enum values as ``enum``. The values that did
+  validate are kept from the first answer.
+* No run sends a request identical to one it already sent (:func:`request_key`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sigform.adapters.fields import SigCache, field_views
+from sigform.conversation import LAYOUT_KEY
+from sigform.errors import FieldValueError, ParseError
+from sigform.lm.interface import Completion, LMProtocol
+
+if TYPE_CHECKING:
+    from sigform.adapters.base import Adapter
+    from sigform.adapters.json_adapter import JSONAdapter
+
+__all__ = [
+    "DATE_PATTERN",
+    "RepairPlan",
+    "constrained_modes",
+    "constrained_schema",
+    "failing_fields",
+    "request_key",
+]
+
+# ``[0-9]``, not ``\d``: llama-cpp-python's schema-to-grammar port reads ``\d`` as a literal "d"
+DATE_PATTERN = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
+CONSTRAINED_MODES = ("json_schema", "json_object_schema")
+_INTERNAL = frozenset({LAYOUT_KEY, "__signature__"})
+
+
+def request_key(messages: Sequence[Mapping[str, Any]], kwargs: Mapping[str, Any]) -> str:
+    """A fingerprint of what a request sends (messages and parameters, not driver hints)."""
+    sent = {k: v for k, v in kwargs.items() if k not in _INTERNAL}
+    signature = kwargs.get("__signature__")
+    if signature is not None:
+        sent["__signature__"] = repr(getattr(signature, "signature", signature))
+    return json.dumps([list(messages), sent], sort_keys=True, ensure_ascii=False, default=repr)
+
+
+def constrained_modes(json_adapter: JSONAdapter, lm: LMProtocol) -> list[str]:
+    """The schema-constrained request modes ``lm`` may take, best first (empty: none)."""
+    return [m for m in json_adapter.modes_for(lm) if m in CONSTRAINED_MODES]
+
+
+def constrained_schema(annotations: Mapping[str, Any]) -> dict[str, Any]:
+    """The strict object schema of ``annotations`` for constrained decoding, with every date as
+    a ``YYYY-MM-DD`` pattern (a pattern is what every schema-constrained server supports)."""
+    from sigform.types import strict_json_schema
+
+    return _dates_as_pattern(strict_json_schema(dict(annotations)))
+
+
+def _dates_as_pattern(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_dates_as_pattern(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _dates_as_pattern(v) for k, v in node.items()}
+    if out.get("type") == "string" and out.get("format") == "date":
+        del out["format"]
+        out["pattern"] = DATE_PATTERN
+    return out
+
+
+class RepairPlan:
+    """How one adapter asks again for failing fields under a schema constraint."""
+
+    def __init__(self) -> None:
+        self._subsets = SigCache()
+
+    def failing_signature(self, signature: Any, failing: Sequence[str]) -> Any:
+        """``signature`` with only the ``failing`` outputs (cached per signature and subset)."""
+        per_sig = self._subsets.get(signature)
+        if per_sig is None:
+            per_sig = self._subsets.put(signature, {})
+        key = tuple(failing)
+        sub = per_sig.get(key)
+        if sub is None:
+            sub = signature
+            for name in signature.output_fields:
+                if name not in failing:
+                    sub = sub.delete(name)
+            per_sig[key] = sub
+        return sub
+
+    def messages(
+        self,
+        adapter: Adapter,
+        signature: Any,
+        messages: list[dict[str, Any]],
+        answer: str,
+        error: FieldValueError,
+    ) -> list[dict[str, Any]]:
+        """The conversation so far, the failed answer, and a request for the failing fields."""
+        failing = [v for v in field_views(signature)[1] if v.name in failing_fields(error)]
+        text = adapter.templates.render("repair", errors=error.errors, outputs=failing)
+        return [*messages, {"role": "assistant", "content": answer}, {"role": "user", "content": text}]
+
+    @staticmethod
+    def kept_values(
+        adapter: Adapter, signature: Any, completion: Completion, failing: Sequence[str]
+    ) -> dict[str, Any]:
+        """The values of the first answer that validated (every output but ``failing``)."""
+        from sigform.types import coerce_fields
+
+        found = adapter.extract(signature, completion.text or "")
+        views = [v for v in field_views(signature)[1] if v.name not in failing]
+        return coerce_fields(
+            {v.name: found.values[v.name] for v in views}, {v.name: v.validation_annotation for v in views}
+        )
+
+    @staticmethod
+    def merge(signature: Any, kept: Mapping[str, Any], fixed: Mapping[str, Any]) -> dict[str, Any]:
+        return {name: (fixed[name] if name in fixed else kept[name]) for name in signature.output_fields}
+
+
+def failing_fields(error: ParseError) -> list[str]:
+    """The fields ``error`` names, once each, in order."""
+    return list(dict.fromkeys(e.field for e in error.errors))
