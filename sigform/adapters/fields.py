@@ -56,6 +56,7 @@ class FieldView:
     choices: tuple[str, ...]
     schema: str | None
     constraints: tuple[str, ...]
+    shape: str | None
     annotation: Any
     validation_annotation: Any
 
@@ -101,6 +102,12 @@ def value_kind(base: Any) -> str:
     if base is dict or origin is dict:
         return "dict"
     return "other"
+
+
+def _shape(schema: Any) -> str | None:
+    from sigform.types.shape import schema_shape
+
+    return None if schema is None else schema_shape(schema, schema.get("$defs", {}))
 
 
 def _schema_text(schema: Any) -> str | None:
@@ -172,6 +179,7 @@ def _build_views(signature: Any) -> tuple[tuple[FieldView, ...], tuple[FieldView
             choices=described.choices if kind == "choice" else (),
             schema=_schema_text(described.schema) if with_schema and kind in STRUCTURED_KINDS else None,
             constraints=described.constraints,
+            shape=_shape(described.schema) if with_schema and kind in STRUCTURED_KINDS else None,
             annotation=spec.annotation,
             validation_annotation=spec.validation_annotation,
         )
