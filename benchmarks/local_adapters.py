@@ -12,7 +12,7 @@ import argparse
 
 from sigform.cli.demo import evaluate
 
-ADAPTERS = ("chat", "json", "xml", "two-step")
+ADAPTERS = ("auto", "chat", "json", "xml", "two-step")
 
 
 def measure(adapters: tuple[str, ...] = ADAPTERS, limit: int | None = None) -> list[dict[str, float | str]]:

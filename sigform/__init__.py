@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "resolve_type_name": "sigform.types",
     # adapters
     "Adapter": "sigform.adapters",
+    "AutoAdapter": "sigform.adapters",
     "ChatAdapter": "sigform.adapters",
     "JSONAdapter": "sigform.adapters",
     "XMLAdapter": "sigform.adapters",
@@ -254,6 +255,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from sigform.adapters import (
         Adapter,
         AdapterResult,
+        AutoAdapter,
         ChatAdapter,
         FieldDelta,
         JSONAdapter,

@@ -112,7 +112,7 @@ def test_calls_without_a_required_text_output_is_a_structure_error() -> None:
     reply = native_reply(("add", {"a": 1, "b": 2}))
     lm = ScriptedLM([reply, reply], features=NATIVE)  # ChatAdapter, then its JSON fallback
     with pytest.raises(StructureError) as info:
-        sf.Predict(PickAnswer, lm=lm)(question="1+2?", tools=[add])
+        sf.Predict(PickAnswer, lm=lm, adapter=sf.ChatAdapter())(question="1+2?", tools=[add])
     assert info.value.fields and set(info.value.fields) == {"answer"}
     assert "tool calls" in str(info.value)
     assert len(lm.calls) == 2

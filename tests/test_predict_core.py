@@ -41,7 +41,7 @@ def clean_settings():
 
 def test_call_returns_typed_prediction_with_metadata() -> None:
     lm = ScriptedLM([{"text": chat(answer="Paris", confidence="0.9"), "usage": {"prompt_tokens": 7}}])
-    qa = Predict(QA, lm=lm)
+    qa = Predict(QA, lm=lm, adapter=sf.ChatAdapter())
     pred = qa(question="Capital of France?")
     assert isinstance(pred, Prediction)
     assert pred.answer == "Paris" and pred["confidence"] == 0.9
@@ -178,13 +178,13 @@ def test_adapter_resolution_order(clean_settings: None) -> None:
         )
     )
     qa = Predict(QA, lm=lm)
-    assert qa(question="q")._meta.adapter == "ChatAdapter"  # the default
-    sf.configure(adapter=JSONAdapter())
-    assert qa(question="q")._meta.adapter == "JSONAdapter"
-    with sf.context(adapter=ChatAdapter()):
-        assert qa(question="q")._meta.adapter == "ChatAdapter"
-        assert Predict(QA, lm=lm, adapter=JSONAdapter())(question="q").answer == "j"
-        assert qa(question="q", adapter=JSONAdapter()).answer == "j"
+    assert qa(question="q")._meta.adapter == "JSONAdapter"  # the default, for an LM with JSON mode
+    sf.configure(adapter=ChatAdapter())
+    assert qa(question="q")._meta.adapter == "ChatAdapter"
+    with sf.context(adapter=JSONAdapter()):
+        assert qa(question="q")._meta.adapter == "JSONAdapter"
+        assert Predict(QA, lm=lm, adapter=ChatAdapter())(question="q").answer == "c"
+        assert qa(question="q", adapter=ChatAdapter()).answer == "c"
 
 
 def test_lm_kwargs_merge_program_then_call_config() -> None:

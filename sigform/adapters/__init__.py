@@ -1,6 +1,8 @@
 """Adapters: signatures and inputs into chat messages, LM text back into typed values.
 
-* :class:`ChatAdapter` (default) -- ``[[ ## field ## ]]`` sections;
+* :class:`AutoAdapter` (default) -- constrained JSON where the LM constrains decoding to a
+  schema, :class:`ChatAdapter` sections elsewhere;
+* :class:`ChatAdapter` -- ``[[ ## field ## ]]`` sections;
 * :class:`JSONAdapter` -- one JSON object, native structured outputs when available;
 * :class:`XMLAdapter` -- one element per field, nested elements for lists and models;
 * :class:`TwoStepAdapter` -- free-form answer, then typed extraction by a second call.
@@ -31,6 +33,7 @@ from sigform._lazy import lazy_exports
 _EXPORTS: dict[str, str] = {
     "Adapter": "sigform.adapters.base",
     "AdapterResult": "sigform.adapters.result",
+    "AutoAdapter": "sigform.adapters.auto",
     "ChatAdapter": "sigform.adapters.chat",
     "FieldDelta": "sigform.adapters.streaming",
     "JSONAdapter": "sigform.adapters.json_adapter",
@@ -42,6 +45,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "Adapter",
     "AdapterResult",
+    "AutoAdapter",
     "ChatAdapter",
     "FieldDelta",
     "JSONAdapter",
@@ -55,6 +59,7 @@ __getattr__, __dir__ = lazy_exports('sigform.adapters', _EXPORTS, globals())
 
 
 if TYPE_CHECKING:
+    from sigform.adapters.auto import AutoAdapter
     from sigform.adapters.base import Adapter
     from sigform.adapters.chat import ChatAdapter
     from sigform.adapters.json_adapter import JSONAdapter

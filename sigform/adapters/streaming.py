@@ -181,7 +181,15 @@ def _json_snapshot(text: str, matcher: FieldMatcher) -> dict[str, tuple[str, boo
     return out
 
 
-_SNAPSHOTS = {"chat": _chat_snapshot, "json": _json_snapshot, "xml": _xml_snapshot}
+def _auto_snapshot(text: str, matcher: FieldMatcher) -> dict[str, tuple[str, bool]]:
+    """AutoAdapter's answers: a JSON object (constrained decoding) or chat sections."""
+    start = text.lstrip()[:1]
+    if not start:
+        return {}
+    return (_json_snapshot if start in "{`" else _chat_snapshot)(text, matcher)
+
+
+_SNAPSHOTS = {"chat": _chat_snapshot, "json": _json_snapshot, "xml": _xml_snapshot, "auto": _auto_snapshot}
 
 
 class StreamParser:

@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
             "few-shot program, compare them with the labels and print accuracy, tokens and time."
         ),
     )
-    demo.add_argument("--adapter", choices=["chat", "json", "xml", "two-step"], default="chat")
+    demo.add_argument("--adapter", choices=["auto", "chat", "json", "xml", "two-step"], default="auto")
     demo.add_argument("--model", default="local", help="any litellm model name (default: the embedded model)")
     demo.add_argument("--show-prompt", action="store_true", help="print the exact messages of one call")
     demo.add_argument("--limit", type=_positive, default=None, help="run only the first N examples")

@@ -90,6 +90,7 @@ def error_kind(error: BaseException) -> str:
 
 def _adapter(name: str) -> sf.Adapter:
     return {
+        "auto": sf.AutoAdapter,
         "chat": sf.ChatAdapter,
         "json": sf.JSONAdapter,
         "xml": sf.XMLAdapter,
@@ -161,7 +162,7 @@ class DemoReport:
         return len(self.examples) - len(self.failures)
 
 
-def build_program(adapter: str = "chat", lm: Any = None) -> sf.Predict:
+def build_program(adapter: str = "auto", lm: Any = None) -> sf.Predict:
     """The demo program: the typed signature with the bundled few-shot demos."""
     return sf.Predict(
         ExtractExpense, demos=load_examples("demo_demos.jsonl"), lm=lm, adapter=_adapter(adapter)
@@ -170,7 +171,7 @@ def build_program(adapter: str = "chat", lm: Any = None) -> sf.Predict:
 
 def evaluate(
     *,
-    adapter: str = "chat",
+    adapter: str = "auto",
     model: str = "local",
     limit: int | None = None,
     threads: int = 1,
@@ -200,7 +201,7 @@ def evaluate(
 
 def run_demo(
     *,
-    adapter: str = "chat",
+    adapter: str = "auto",
     model: str = "local",
     show_prompt: bool = False,
     limit: int | None = None,

@@ -9,7 +9,7 @@
 Per-call overrides: ``qa(question=..., lm=..., adapter=..., demos=[...], config={"n": 3})``.
 Resolution order, first found wins: the call, the program, ``sigform.context(...)``,
 ``sigform.configure(...)``, then the defaults (``sigform.LM()``, the embedded local model;
-``ChatAdapter()``). LM keyword arguments merge: the program's, then the call's ``config``.
+``AutoAdapter()``). LM keyword arguments merge: the program's, then the call's ``config``.
 
 Inputs are validated before any LM call (see :mod:`sigform.predict.inputs`).
 """
@@ -59,14 +59,15 @@ def default_lm() -> Any:
 
 
 def default_adapter() -> Any:
-    """The process-wide fallback adapter: one shared ``ChatAdapter()``."""
+    """The process-wide fallback adapter: one shared ``AutoAdapter()`` (constrained JSON where
+    the LM constrains decoding, chat sections elsewhere)."""
     global _default_adapter
     if _default_adapter is None:
         with _defaults_lock:
             if _default_adapter is None:
-                from sigform.adapters import ChatAdapter
+                from sigform.adapters import AutoAdapter
 
-                _default_adapter = ChatAdapter()
+                _default_adapter = AutoAdapter()
     return _default_adapter
 
 
@@ -97,7 +98,7 @@ class Predict(Module):
         signature: a Signature class, a string (``"question -> answer: int"``) or a dict.
         demos: few-shot examples (:class:`Example` or plain dicts with input and output values).
         lm: the model for this program (else settings, else ``sigform.LM()``).
-        adapter: how prompts are written and answers parsed (else settings, else ``ChatAdapter``).
+        adapter: how prompts are written and answers parsed (else settings, else ``AutoAdapter``).
         callbacks: hooks for this program's calls (see :mod:`sigform.hooks`): active while it runs,
             they see its module events and every LM, adapter and tool event inside it, each once.
         **lm_kwargs: LM request options for every call (``temperature=0``, ``n=3``, ...).
