@@ -141,6 +141,7 @@ __all__ = [
     "Agent",
     "Audio",
     "AuthenticationError",
+    "AutoAdapter",
     "BadRequestError",
     "BatchError",
     "BestOfN",
