@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sigform.adapters.fields import SigCache, field_views
 from sigform.conversation import LAYOUT_KEY
-from sigform.errors import FieldValueError, ParseError
+from sigform.errors import ParseError
 from sigform.lm.interface import Completion, LMProtocol
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class RepairPlan:
         signature: Any,
         messages: list[dict[str, Any]],
         answer: str,
-        error: FieldValueError,
+        error: ParseError,
     ) -> list[dict[str, Any]]:
         """The conversation so far, the failed answer, and a request for the failing fields."""
         failing = [v for v in field_views(signature)[1] if v.name in failing_fields(error)]
