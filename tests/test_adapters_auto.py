@@ -84,3 +84,10 @@ def test_the_demo_uses_the_default_adapter() -> None:
 
     program = demo.build_program(lm=ScriptedLM([]))
     assert isinstance(program.adapter, sf.AutoAdapter)
+
+
+def test_the_real_model_suite_measures_the_default() -> None:
+    from benchmarks.real_suite.run import ALL_PROGRAMS
+    from benchmarks.real_suite.sigform_side import make_adapter
+
+    assert isinstance(make_adapter("auto"), sf.AutoAdapter) and "sigform:auto" in ALL_PROGRAMS

@@ -1,6 +1,6 @@
 """Run programs over the suite's tasks on one server and collect scored records.
 
-A *program* is ``sigform:<adapter>`` (chat, json, xml, two-step), ``dspy:<adapter>`` (chat,
+A *program* is ``sigform:<adapter>`` (auto: the default; chat, json, xml, two-step), ``dspy:<adapter>`` (chat,
 json, xml; DSPy 3.4.1 in its own virtualenv) or ``grammar`` (the 40-line script). Every program
 gets the same server, demos, temperature 0 and ``max_tokens``.
 """

@@ -13,13 +13,14 @@ from typing import Any
 
 from benchmarks.real_suite.tasks import Task, to_plain
 
-ADAPTERS = ("chat", "json", "xml", "two-step")
+ADAPTERS = ("auto", "chat", "json", "xml", "two-step")  # auto: the default adapter
 
 
 def make_adapter(name: str) -> Any:
     import sigform as sf
 
     factories = {
+        "auto": sf.AutoAdapter,
         "chat": sf.ChatAdapter,
         "json": sf.JSONAdapter,
         "xml": sf.XMLAdapter,
