@@ -188,7 +188,7 @@ def test_the_chat_adapters_json_fallback_asks_an_unknown_server_for_the_schema()
     replies = iter([Reply("Sure! The answer is four."), Reply('{"y": 4}')])
     with OpenAIChatFake(responder=lambda _request: next(replies)) as fake:
         lm = sf.LM("openai/some-model", api_base=fake.api_base, api_key="k", cache=False)
-        assert sf.Predict("x: int -> y: int")(x=2, lm=lm).y == 4
+        assert sf.Predict("x: int -> y: int", adapter=sf.ChatAdapter())(x=2, lm=lm).y == 4
     assert formats(fake) == [None, "json_schema"]
     assert fake.requests[0].json.get("stop")  # the chat request ends at its completion marker
 
