@@ -49,6 +49,7 @@ from sigform.adapters.native_tools import (
     outputs_with_calls,
     request_tools,
 )
+from sigform.adapters.output_limit import OutputLimit, length_message, resolve_output_limit
 from sigform.adapters.parse_plan import ChatParsePlan, JSONParsePlan, build_parse_plan
 from sigform.adapters.repair import RepairPlan, constrained_modes, failing_fields, request_key
 from sigform.adapters.request_plan import build_request_plan
@@ -82,6 +83,7 @@ _RENDERING = (
     "_render_user",
     "_user_pieces",
 )
+_NO_LIMIT = OutputLimit(None, "none")
 
 
 class _RunState:
@@ -571,7 +573,13 @@ class Adapter:
 
     # ---- the call loop ---------------------------------------------------------------------------
 
-    def _judge(self, signature: Any, slot: Slot, inputs: Mapping[str, Any] | None = None) -> None:
+    def _judge(
+        self,
+        signature: Any,
+        slot: Slot,
+        inputs: Mapping[str, Any] | None = None,
+        limit: OutputLimit = _NO_LIMIT,
+    ) -> None:
         completion = slot.completion
         slot.history.append(completion)
         slot.adapters.append(self.name)
@@ -587,20 +595,15 @@ class Adapter:
             slot.outputs = self.outputs_from_completion(signature, completion, inputs)
             slot.error = None
             if completion.truncated and not self.complete_answer(text):
-                raise StructureError(
-                    "the answer was cut off by the output-token limit (finish_reason='length'); "
-                    "raise max_tokens",
-                    raw=text,
-                    adapter=self.name,
-                )
+                raise StructureError(length_message(text, limit), raw=text, adapter=self.name)
         except ParseError as exc:
             slot.outputs = None
             slot.error = exc.with_context(raw=text, adapter=self.name)
             if completion.truncated:
                 slot.terminal = True
+                why = length_message(text, limit)
                 slot.error = StructureError(
-                    f"the answer was cut off by the output-token limit (finish_reason='length'); raise "
-                    f"max_tokens. {exc.summary}",
+                    why if exc.summary == why else f"{why}. {exc.summary}",
                     errors=exc.errors,
                     raw=text,
                     adapter=self.name,
@@ -628,6 +631,9 @@ class Adapter:
         signature = self.prompt_signature(lm, signature, inputs, lm_kwargs)
         messages, layout = self.format_with_layout(signature, demos, inputs)
         kwargs = self.request_kwargs(lm, signature, inputs, lm_kwargs)
+        limit = resolve_output_limit(lm, signature, lm_kwargs)
+        if limit.source == "default":  # no limit set anywhere: one derived from the outputs
+            kwargs["max_tokens"] = limit.tokens
         kwargs[LAYOUT_KEY] = layout  # read by the driver: pruning and cache markers
         first = Request(messages, kwargs)
         state.fresh(first)
@@ -636,7 +642,7 @@ class Adapter:
             raise StructureError("the LM returned no completion", adapter=self.name)
         slots = [Slot(self.finished_completion(signature, c, kwargs)) for c in completions]
         for slot in slots:
-            self._judge(signature, slot, inputs)
+            self._judge(signature, slot, inputs, limit)
         one = {k: v for k, v in kwargs.items() if k != "n"}
         for slot in slots:
             while (

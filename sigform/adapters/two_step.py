@@ -14,6 +14,7 @@ from sigform.adapters.base import Adapter, _RunState
 from sigform.adapters.call_plan import ROUTE_KEY, CallPlan, Request
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView, SigCache
+from sigform.adapters.output_limit import TEXT_FIELD_TOKENS, resolve_output_limit
 from sigform.adapters.result import AdapterResult
 from sigform.conversation import LAYOUT_KEY
 from sigform.errors import StructureError
@@ -100,7 +101,11 @@ class TwoStepAdapter(Adapter):
     ) -> Generator[Request, Any, AdapterResult]:
         state = _RunState()
         messages, layout = self.format_with_layout(signature, demos, inputs)
-        completions = yield from self._send(lm, state, Request(messages, {**lm_kwargs, LAYOUT_KEY: layout}))
+        first = {**lm_kwargs, LAYOUT_KEY: layout}
+        limit = resolve_output_limit(lm, signature, lm_kwargs)
+        if limit.source == "default":  # the free-form answer gets a text field's budget more
+            first["max_tokens"] = limit.tokens + TEXT_FIELD_TOKENS
+        completions = yield from self._send(lm, state, Request(messages, first))
         if not completions:
             raise StructureError("the LM returned no completion", adapter=self.name)
         extraction_sig = self.extraction_signature(signature)

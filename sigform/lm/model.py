@@ -156,7 +156,13 @@ class LM:
     Option defaults: ``cache=True``, ``num_retries=3``, ``timeout=None``, ``fast_path=None``,
     ``strict=False``, ``history_size=1000``, ``retry_delay=0.5``, no callbacks, headers or
     capability overrides.
+
+    With no ``max_tokens`` set on the LM, the program or the call, adapters send one derived from
+    the signature (see :mod:`sigform.adapters.output_limit`); ``max_tokens=None`` sends none.
     """
+
+    # read by adapters: requests without a limit get one derived from the signature
+    default_output_limit = True
 
     def __init__(
         self,

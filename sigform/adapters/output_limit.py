@@ -1,0 +1,121 @@
+"""The output-token limit of a request, and what a length stop means.
+
+A small model can loop until the context window is full (minutes per answer on a CPU). So when
+neither the call, the program nor the LM sets ``max_tokens`` (or ``max_completion_tokens``), a
+request from a :class:`sigform.LM` gets a default limit derived from the signature's outputs: a
+bounded answer for scalar fields, more for text, most for lists, dicts and models. Models with
+native reasoning get none (their hidden reasoning counts against the same limit). ``max_tokens=N``
+anywhere sets your own; ``max_tokens=None`` sends no limit at all.
+
+When an answer stops at the limit (``finish_reason='length'``), :func:`length_message` says what
+happened - a repetition loop, the default limit, your limit, or the provider's - and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sigform.adapters.fields import field_views
+
+__all__ = [
+    "LIMIT_KEYS",
+    "TEXT_FIELD_TOKENS",
+    "OutputLimit",
+    "default_output_limit",
+    "length_message",
+    "repeated_tail",
+    "resolve_output_limit",
+]
+
+LIMIT_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+# tokens per output field, by kind; the field's header/markers fit in each budget
+_SCALAR_TOKENS = 24  # bool, int, float, a Literal/enum value, a date or time
+TEXT_FIELD_TOKENS = 256  # a str (a sentence to a few paragraphs), reasoning included
+_STRUCTURED_TOKENS = 512  # lists, dicts, models, tool calls
+_ANSWER_OVERHEAD = 32  # the closing marker, JSON braces, a stray preamble
+_SCALAR_KINDS = frozenset({"bool", "int", "float", "choice", "date", "datetime", "time"})
+_TEXT_KINDS = frozenset({"str", "media", "history"})
+
+
+@dataclass(frozen=True)
+class OutputLimit:
+    """The limit a request was sent with and whose it was."""
+
+    tokens: int | None  # None: no limit sent (the provider's own applies)
+    source: Literal["default", "yours", "none"]
+
+
+def default_output_limit(signature: Any) -> int:
+    """The default ``max_tokens`` for ``signature``: 24 tokens per scalar output field, 256 per
+    text field, 512 per list/dict/model field, plus 32."""
+    total = _ANSWER_OVERHEAD
+    for view in field_views(signature)[1]:
+        if view.kind in _SCALAR_KINDS:
+            total += _SCALAR_TOKENS
+        elif view.kind in _TEXT_KINDS:
+            total += TEXT_FIELD_TOKENS
+        else:
+            total += _STRUCTURED_TOKENS
+    return total
+
+
+def resolve_output_limit(lm: Any, signature: Any, lm_kwargs: Mapping[str, Any]) -> OutputLimit:
+    """The limit for a request of ``signature`` to ``lm`` with the program/call ``lm_kwargs``."""
+    for source in (lm_kwargs, getattr(lm, "kwargs", None) or {}):
+        for key in LIMIT_KEYS:
+            if key in source:
+                value = source[key]
+                return OutputLimit(value, "yours") if isinstance(value, int) else OutputLimit(None, "none")
+    if not getattr(lm, "default_output_limit", False) or lm.supports("reasoning"):
+        return OutputLimit(None, "none")
+    return OutputLimit(default_output_limit(signature), "default")
+
+
+def repeated_tail(text: str, *, min_repeats: int = 4, max_unit: int = 200) -> tuple[str, int] | None:
+    """``(unit, times)`` when ``text`` ends in ``unit`` written ``times`` >= ``min_repeats`` times in a
+    row (whitespace-insensitive) and the repetition is at least a third of the text; else None."""
+    squeezed = " ".join(text.split())
+    tail = squeezed[-4000:]
+    n = len(tail)
+    for period in range(1, min(max_unit, n // min_repeats) + 1):
+        run = period
+        while run < n and tail[n - 1 - run] == tail[n - 1 - run + period]:
+            run += 1
+        times = run // period
+        if times >= min_repeats and run >= max(40, len(squeezed) // 3):
+            # rotate to start where the repetition starts, so the unit reads naturally
+            start = n - run
+            unit = tail[start : start + period]
+            return unit.strip() or unit, times
+    return None
+
+
+def length_message(text: str, limit: OutputLimit) -> str:
+    """Why a length-stopped answer ended and what to do, for an error message."""
+    loop = repeated_tail(text) if text.strip() else None
+    if loop is not None:
+        unit, times = loop
+        shown = unit if len(unit) <= 60 else unit[:57] + "..."
+        where = f" at max_tokens={limit.tokens}" if limit.tokens is not None else ""
+        return (
+            f"the model fell into a repetition loop ({shown!r} {times} times) and was stopped{where}; "
+            "a higher limit would not help: give demos of the answer format, try sf.JSONAdapter() "
+            "(grammar-constrained on the embedded model), or use a larger model"
+        )
+    if limit.source == "default":
+        return (
+            f"the answer was cut off at sigform's default output limit for this signature "
+            f"(max_tokens={limit.tokens}, finish_reason='length'); if the answer really is this long, "
+            "set a higher max_tokens on the LM, the program or the call"
+        )
+    if limit.source == "yours":
+        return (
+            f"the answer was cut off by your output limit (max_tokens={limit.tokens}, "
+            "finish_reason='length'); raise max_tokens"
+        )
+    return (
+        "the answer was cut off by the provider's output or context limit (no max_tokens was sent, "
+        "finish_reason='length'); shorten the prompt or ask for a shorter answer"
+    )
