@@ -23,6 +23,7 @@ from sigform.errors import (
     ProviderError,
     RateLimitError,
 )
+from sigform.lm.connection_errors import connection_failure
 from sigform.lm.credentials import scrub
 from sigform.lm.response import MalformedResponseError
 
@@ -197,6 +198,10 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
         or isinstance(exc, (TimeoutError, asyncio.TimeoutError))
     ):
         err = LMTimeoutError(msg("the request timed out"), **kw)
+    elif (failure := connection_failure(exc)) is not None:
+        # no response came: no HTTP status either (litellm reports one as HTTP 500)
+        kw["status_code"] = None
+        err = ProviderError(f"{model}: {scrub(failure.describe(), secrets)}", **kw)
     elif (
         "APIConnectionError" in names
         or isinstance(exc, ConnectionError)
