@@ -10,7 +10,6 @@ from typing import Any
 
 __all__ = ["signature_namespace"]
 
-_SPECIAL_TYPES = ("Image", "Audio", "File", "History", "Reasoning", "ToolCalls")
 
 
 def signature_namespace(text: str | None = None) -> dict[str, Any]:
@@ -21,6 +20,7 @@ def signature_namespace(text: str | None = None) -> dict[str, Any]:
     (A name found inside a longer word only loads one type too many; the result is the same.)
     """
     import sigform.types as types_pkg
+    from sigform.types.names import SPECIAL_TYPE_NAMES
 
-    names = _SPECIAL_TYPES if text is None else [name for name in _SPECIAL_TYPES if name in text]
+    names = SPECIAL_TYPE_NAMES if text is None else [name for name in SPECIAL_TYPE_NAMES if name in text]
     return {name: getattr(types_pkg, name) for name in names}

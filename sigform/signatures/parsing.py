@@ -68,7 +68,10 @@ def _parse_side(side: str, namespace: Mapping[str, Any], which: str) -> list[tup
             raise SignatureError(f"{name!r} in the {which} of the signature is not a valid field name")
         if colon and not type_text.strip():
             raise SignatureError(f"field `{name}` has a ':' but no type")
-        annotation = resolve_type_name(type_text.strip(), namespace) if colon else str
+        try:
+            annotation = resolve_type_name(type_text.strip(), namespace) if colon else str
+        except SignatureError as exc:
+            raise SignatureError(f"field `{name}`: {exc}") from None
         fields.append((name, annotation))
     return fields
 

@@ -20,7 +20,10 @@ from typing import Any, Literal, Optional, Union
 from sigform.errors import SignatureError
 from sigform.types.inspection import NoneType, args_of, origin_of, strip_annotated
 
-__all__ = ["resolve_type_name", "type_name"]
+__all__ = ["SPECIAL_TYPE_NAMES", "resolve_type_name", "type_name"]
+
+# sigform's own types a string signature may name without ``types=`` (see sigform.signatures)
+SPECIAL_TYPE_NAMES = ("Image", "Audio", "File", "History", "Reasoning", "ToolCalls")
 
 _BUILTIN_NAMES: dict[str, Any] = {
     "str": str,
@@ -116,13 +119,40 @@ def resolve_type_name(text: str, namespace: Mapping[str, Any] | None = None) -> 
     return _Resolver(ns, text).visit(tree.body)
 
 
+def _unknown_name_hint(name: str, namespace: dict[str, Any]) -> str:
+    """A did-you-mean for a misspelt type name (your ``types=`` first), or how to pass a custom type."""
+    known = [*_BUILTIN_NAMES, *SPECIAL_TYPE_NAMES, *(f"datetime.{n}" for n in _MODULES["datetime"])]
+    for group in (list(namespace), known):
+        close = _closest(name, group)
+        if close is not None:
+            return f"; did you mean {close!r}?"
+    if name[:1].isupper():
+        return (
+            f"; a type of your own is passed by name: types={{{name!r}: {name}}} "
+            "(string signatures never look names up in your variables)"
+        )
+    return ""
+
+
+def _closest(name: str, candidates: list[str]) -> str | None:
+    import difflib
+
+    by_lower: dict[str, str] = {}
+    for k in sorted(candidates, key=lambda k: (k != k.lower(), k)):  # `list` before `List`
+        by_lower.setdefault(k.lower(), k)
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    matches = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.75)
+    return by_lower[matches[0]] if matches else None
+
+
 class _Resolver:
     def __init__(self, namespace: Mapping[str, Any], text: str) -> None:
         self.ns = namespace
         self.text = text
 
-    def fail(self, what: str) -> SignatureError:
-        return SignatureError(f"{what} in the type {self.text!r}")
+    def fail(self, what: str, hint: str = "") -> SignatureError:
+        return SignatureError(f"{what} in the type {self.text!r}{hint}")
 
     def visit(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Name):
@@ -148,7 +178,7 @@ class _Resolver:
             return self.ns[name]
         if name in _BUILTIN_NAMES:
             return _BUILTIN_NAMES[name]
-        raise self.fail(f"unknown type name {name!r}")
+        raise self.fail(f"unknown type name {name!r}", _unknown_name_hint(name, self.ns))
 
     def attribute(self, node: ast.Attribute) -> Any:
         if node.attr.startswith("_"):
