@@ -46,6 +46,12 @@ _AUTH_HINTS = (
     "invalid api key",
     "incorrect api key",
 )
+_MISSING_KEY_HINTS = (
+    "missing credentials",
+    "no api key",
+    "api key not found",
+    "api_key client option must be set",
+)
 _WRAPPED_MODULES = ("openai", "litellm", "httpx", "httpx2", "httpcore", "anyio")
 # a pydantic/FastAPI request-validation failure naming a request location, as text
 # ("1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), ...")
@@ -217,7 +223,13 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
         or "PermissionDeniedError" in names
         or any(h in low for h in _AUTH_HINTS)
     ):
-        err = AuthenticationError(msg("the provider rejected the credentials"), **kw)
+        if status not in (401, 403) and any(h in low for h in _MISSING_KEY_HINTS):
+            # no key was sent at all: nothing was rejected, and litellm's HTTP 500 is made up
+            status = kw["status_code"] = None
+            what = "no API key was found (pass api_key= or set the provider's variable)"
+            err = AuthenticationError(msg(what), **kw)
+        else:
+            err = AuthenticationError(msg("the provider rejected the credentials"), **kw)
     elif status == 429 or "RateLimitError" in names:
         err = RateLimitError(msg("rate limited"), retry_after=retry_after_of(exc, provider_msg), **kw)
         if code == "insufficient_quota":

@@ -26,6 +26,7 @@ from sigform.lm.cache import get_cache, scoped_key
 from sigform.lm.credentials import Credential, is_secret_header, is_secret_name, redact_url
 from sigform.lm.history import HistoryEntry, inspect_history, record
 from sigform.lm.interface import Completion, Usage
+from sigform.lm.model_names import check_model_name
 from sigform.lm.params import BASE_SPECS, ParameterError, ParamSpec, nest_dotted
 from sigform.lm.request import Request, cache_key, response_format_dict
 from sigform.lm.retry import RetryPolicy, check_limits
@@ -223,6 +224,7 @@ class LM:
         if not isinstance(model, str) or not model:
             raise TypeError(f"LM model must be a non-empty string like 'openai/gpt-4o-mini', got {model!r}")
         check_limits(num_retries=num_retries, timeout=timeout, retry_delay=retry_delay)
+        check_model_name(model, api_base_given=api_base is not None)  # offline: typos fail here
         self.model: str = model
         self._api_base = Credential("api_base", api_base, secret=False) if api_base is not None else None
         self._api_key = Credential("api_key", api_key, secret=True) if api_key is not None else None

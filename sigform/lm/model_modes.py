@@ -15,7 +15,7 @@ import json
 import os
 import threading
 
-__all__ = ["CHAT_MODES", "openai_model_mode"]
+__all__ = ["CHAT_MODES", "map_text", "openai_model_mode"]
 
 # modes litellm sends as chat-completions requests
 CHAT_MODES = frozenset({"chat"})
@@ -24,7 +24,7 @@ _lock = threading.Lock()
 _text: str | None = None
 
 
-def _map_text() -> str:
+def map_text() -> str:
     """The text of litellm's bundled model map ("" when litellm is not installed)."""
     global _text
     if _text is None:
@@ -47,7 +47,7 @@ def _map_text() -> str:
 def openai_model_mode(name: str) -> str | None:
     """litellm's ``mode`` for the OpenAI model ``name`` (``"chat"``, ``"responses"``,
     ``"image_generation"``, ...); None for a model litellm does not know (e.g. a vLLM model)."""
-    text = _map_text()
+    text = map_text()
     key = json.dumps(name) + ":"
     start = text.find(key)
     while start != -1:
