@@ -1,12 +1,14 @@
 """Checking a program's inputs before any LM call.
 
-Each input is validated against its field's type with pydantic in *lax* mode, and the validated
-value is what the adapter renders. Lax mode means a value that clearly is the declared type in
-another spelling is accepted and converted (``"5"`` for an ``int`` field becomes ``5``, a tuple
-for ``list[str]`` becomes a list, a dict for a pydantic model becomes the model); numbers are
-also accepted for ``str`` fields (string signatures default every field to ``str``). Anything
-else -- ``"five"`` for an ``int``, a list for a ``str`` -- is an :class:`~sigform.errors.InputError`
-naming the field, the expected type and what was seen.
+The rule: a value of the field's type passes; a value that converts to it *without loss* is
+converted; anything else is an :class:`~sigform.errors.InputError` naming the field, the expected
+type and what was seen. Lossless conversions: a number for a ``str`` field becomes its text
+(``42`` -> ``"42"``: string signatures default every field to ``str``), a numeric string for a
+number (``"5"`` -> ``5``), an ``int`` for a ``float``, a whole float for an ``int`` (``3.0``), a tuple
+or set for a list, a dict for a model, an ISO string for a date. Refused: a bool for a number
+(``True`` is no count, also inside lists and dicts), a fraction for an ``int``, a list, dict or
+``None`` for a ``str``, prose for a number. (pydantic's lax mode, with numbers allowed for ``str``
+and bools refused for numbers.) The validated value is what the adapter renders.
 
 Missing inputs are an error unless the field's type accepts ``None`` (then ``None`` is passed).
 Unknown inputs (usually a typo) are an error; ``sigform.configure(unknown_inputs="warn")`` turns
