@@ -12,6 +12,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map in tests
 
 import sigform as sf
+from sigform.adapters.output_limit import default_output_limit
 from sigform.conversation import Pruning
 from sigform.errors import ContextWindowError
 from sigform.lm.interface import Completion, ToolCall
@@ -182,9 +183,12 @@ def test_the_context_window_comes_from_the_model_map() -> None:
     fake.check()
     assert pred.answer == "No umbrella needed."
     messages = fake.last_request.json["messages"]
-    assert litellm.token_counter(model="gpt-4o", messages=messages) <= 3000 - 500
+    # the reserve is the request's max_tokens: with none set, the default derived from Chat's outputs
+    reserve = default_output_limit(Chat)
+    assert fake.last_request.json["max_tokens"] == reserve < 500
+    assert litellm.token_counter(model="gpt-4o", messages=messages) <= 3000 - reserve
     report = lm.history[-1].prune_report
-    assert report is not None and report.budget == 3000 - 500 and report.exact
+    assert report is not None and report.budget == 3000 - reserve and report.exact
     calls = {c["id"] for m in messages for c in m.get("tool_calls") or ()}
     assert calls == {m["tool_call_id"] for m in messages if m["role"] == "tool"}
 
