@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import html
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -21,7 +22,12 @@ def record_repr(
 
 
 def _value_text(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (datetime.date, datetime.time)):
+        text = value.isoformat()
+    else:
+        text = repr(value)
     if len(text) > _HTML_VALUE_CHARS:
         text = text[:_HTML_VALUE_CHARS] + f"... ({len(text) - _HTML_VALUE_CHARS} more chars)"
     return text
@@ -30,19 +36,13 @@ def _value_text(value: Any) -> str:
 def record_html(
     kind: str, values: Mapping[str, Any], *, inputs: Iterable[str] | None = None, footer: str = ""
 ) -> str:
+    """A record as an HTML table (a role column only when inputs are marked)."""
+    from sigform.html_view import table_html
+
     marked = set(inputs) if inputs is not None else None
-    rows = []
-    for key, value in values.items():
-        role = "" if marked is None else ("input" if key in marked else "label")
-        rows.append(
-            "<tr>"
-            f"<td style='text-align:left;font-weight:bold;vertical-align:top'>{html.escape(key)}</td>"
-            f"<td style='text-align:left;color:#888;vertical-align:top'>{role}</td>"
-            f"<td style='text-align:left;white-space:pre-wrap'>{html.escape(_value_text(value))}</td>"
-            "</tr>"
-        )
+    roles = None if marked is None else {k: "input" if k in marked else "label" for k in values}
     foot = f"<div style='color:#888;font-size:smaller'>{html.escape(footer)}</div>" if footer else ""
-    return f"<div><b>{html.escape(kind)}</b><table>{''.join(rows)}</table>{foot}</div>"
+    return f"<div><b>{html.escape(kind)}</b>{table_html(values, roles=roles)}{foot}</div>"
 
 
 def record_rich(

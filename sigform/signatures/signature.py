@@ -166,6 +166,13 @@ class SignatureMeta(type):
     def __hash__(cls) -> int:
         return hash(cls._identity())
 
+    def _repr_html_(cls) -> str:
+        """The signature as a table in notebooks (a metaclass method: IPython shows classes' own
+        ``_repr_html_`` only when it is bound, as here)."""
+        from sigform.html_view import signature_html
+
+        return signature_html(cls)
+
     def __repr__(cls) -> str:
         if not cls._fields:
             return f"<signature base {cls.__name__}>"

@@ -100,6 +100,11 @@ class Trajectory:
         """JSON-ready steps."""
         return [step.to_dict() for step in self.steps]
 
+    def _repr_html_(self) -> str:
+        from sigform.html_view import trajectory_html
+
+        return trajectory_html(self)
+
     def render(self) -> str:
         """A readable transcript (for logs and for showing a person what happened)."""
         lines: list[str] = []
