@@ -40,6 +40,7 @@ def test_notebook_runs(path: Path, kernel: str, tmp_path: Path, monkeypatch: pyt
     # the kernel imports this checkout's sigform, not whichever copy pip installed
     paths = (str(REPO), os.environ.get("PYTHONPATH"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
+    monkeypatch.delenv("CI", raising=False)  # the kernel decides on the progress bar as a user's would
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
         notebook, kernel_name=kernel, timeout=300, resources={"metadata": {"path": str(tmp_path)}}
@@ -55,3 +56,18 @@ def test_notebook_runs(path: Path, kernel: str, tmp_path: Path, monkeypatch: pyt
     assert errors == []
     code_cells = [c for c in notebook.cells if c.cell_type == "code"]
     assert all(c.get("execution_count") for c in code_cells)  # every cell ran
+    for cell in code_cells:
+        if ".batch(" in cell.source and "progress=False" not in cell.source:
+            _assert_finished_bar(cell)
+
+
+def _assert_finished_bar(cell: dict) -> None:
+    """A batch in a fresh kernel (no ipywidgets needed) shows a progress bar, redrawn in place to
+    its final count."""
+    import re
+
+    pages = [out.get("data", {}).get("text/html", "") for out in cell.get("outputs", [])]
+    bars = [page for page in pages if "<progress" in page]
+    assert len(bars) == 1, cell.source[:80]
+    done, total = map(int, re.search(r"</progress> (\d+)/(\d+)", bars[0]).groups())
+    assert done == total > 0
