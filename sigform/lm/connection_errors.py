@@ -8,8 +8,6 @@ further down the exception chain (``httpx.ConnectError`` -> ``ConnectionRefusedE
 
 from __future__ import annotations
 
-import socket
-import ssl
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -61,6 +59,9 @@ def _safe_url(request: Any) -> str | None:
 
 
 def _classify(error: OSError) -> str:
+    import socket
+    import ssl
+
     if isinstance(error, (ssl.SSLError, ssl.CertificateError)):
         return "the TLS handshake failed (is it http rather than https, or an untrusted certificate?)"
     if isinstance(error, socket.gaierror):
@@ -75,6 +76,9 @@ def _classify(error: OSError) -> str:
 def connection_failure(exc: BaseException) -> ConnectionFailure | None:
     """The connection failure behind ``exc``; None when the chain holds none (a response arrived,
     or it is a timeout, which has its own error)."""
+    import socket  # only on the error path
+    import ssl
+
     chain = _chain(exc)
     names = {cls.__name__ for link in chain for cls in type(link).__mro__}
     if any("Timeout" in name for name in names):

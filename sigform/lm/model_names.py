@@ -17,7 +17,6 @@ checked: the call reports what it finds.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib.util
 import json
@@ -81,6 +80,8 @@ def _by_provider() -> dict[str, tuple[str, ...]]:
 
 
 def _suggest(word: str, candidates: list[str] | tuple[str, ...]) -> str | None:
+    import difflib  # only on the unknown-name path
+
     found = difflib.get_close_matches(word, candidates, n=1, cutoff=0.8)
     return found[0] if found else None
 
