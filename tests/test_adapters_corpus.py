@@ -9,9 +9,19 @@ WRONG and ACCEPT must be zero.
 from __future__ import annotations
 
 import pytest
-from corpus_grading import CORPUS, Notes, Tallies, load_cases, load_types, report_and_check, run_cases
+from corpus_grading import (
+    CORPUS,
+    CORPUS_ABSENT,
+    CORPUS_SKIP_REASON,
+    Notes,
+    Tallies,
+    load_cases,
+    load_types,
+    report_and_check,
+    run_cases,
+)
 
-pytestmark = pytest.mark.skipif(not (CORPUS / "cases.jsonl").exists(), reason="parse corpus not present")
+pytestmark = pytest.mark.skipif(CORPUS_ABSENT, reason=CORPUS_SKIP_REASON)
 
 
 def run_corpus() -> tuple[Tallies, Notes]:

@@ -12,11 +12,19 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from corpus_grading import CORPUS, load_cases, load_types, report_and_check, run_cases
+from corpus_grading import (
+    CORPUS,
+    CORPUS_ABSENT,
+    CORPUS_SKIP_REASON,
+    load_cases,
+    load_types,
+    report_and_check,
+    run_cases,
+)
 
 HELDOUT = Path(__file__).with_name("heldout_cases.jsonl")
 
-pytestmark = pytest.mark.skipif(not (CORPUS / "types.py").exists(), reason="parse corpus types not present")
+pytestmark = pytest.mark.skipif(CORPUS_ABSENT, reason=CORPUS_SKIP_REASON)
 
 
 def test_heldout_figures() -> None:

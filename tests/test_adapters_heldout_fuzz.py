@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_grading import ADAPTERS, CORPUS, load_cases, load_types, signature_for
+from corpus_grading import (
+    ADAPTERS,
+    CORPUS,
+    CORPUS_ABSENT,
+    CORPUS_SKIP_REASON,
+    load_cases,
+    load_types,
+    signature_for,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
@@ -21,7 +29,7 @@ from pydantic import TypeAdapter
 import sigform.types.coercion as coercion
 from sigform.errors import ParseError
 
-pytestmark = pytest.mark.skipif(not (CORPUS / "types.py").exists(), reason="parse corpus types not present")
+pytestmark = pytest.mark.skipif(CORPUS_ABSENT, reason=CORPUS_SKIP_REASON)
 
 EXAMPLES = int(os.environ.get("SF_EXAMPLES", "200"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,18 +14,17 @@ import importlib.util
 import json
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_grading import CORPUS, CORPUS_ABSENT, CORPUS_SKIP_REASON
 from pydantic import BaseModel, TypeAdapter
 
 from sigform.errors import FieldValueError
 from sigform.types import coerce_fields, resolve_type_name
 
-CORPUS = Path(__file__).parents[2] / "shared" / "parse-corpus"
-if not (CORPUS / "cases.jsonl").exists():
-    pytest.skip(f"parse corpus not found at {CORPUS}", allow_module_level=True)
+if CORPUS_ABSENT:
+    pytest.skip(CORPUS_SKIP_REASON, allow_module_level=True)
 
 
 def _load_namespace() -> dict[str, Any]:
