@@ -3,10 +3,19 @@ get one derived from the signature, and a length stop says what happened and wha
 
 from __future__ import annotations
 
+import datetime
+from pathlib import Path
+from typing import Literal
+
 import pytest
 
 import sigform as sf
-from sigform.adapters.output_limit import default_output_limit, repeated_tail
+from sigform.adapters.output_limit import (
+    OutputLimit,
+    default_output_limit,
+    repeated_tail,
+    resolve_output_limit,
+)
 from tests.lm_fake_openai import FakeOpenAIServer, Reply, completion_body
 
 QA = sf.make_signature("question -> answer, confidence: float")
@@ -116,3 +125,24 @@ def test_loops_are_found_whatever_the_period() -> None:
     assert repeated_tail("ha" * 100) == ("ha", 100)
     unit, times = repeated_tail("Answer: " + "the same sentence again and again. " * 12)  # type: ignore[misc]
     assert unit == "the same sentence again and again." and times >= 11
+
+
+def test_the_embedded_model_is_bounded_for_the_readme_and_notebook_programs() -> None:
+    """Item 11: the README's first example and the quickstart notebook set no max_tokens; the
+    embedded model's requests are bounded by the default all the same."""
+    class ExtractExpense(sf.Signature):
+        """Extract the expense record from the note."""
+
+        text: str = sf.InputField()
+        payee: str = sf.OutputField()
+        amount_usd: float = sf.OutputField()
+        date: datetime.date = sf.OutputField()
+        category: Literal["meals", "travel", "office", "software"] = sf.OutputField()
+
+    local = sf.LM("local", temperature=0)  # built, not started: the route resolves on the first call
+    assert resolve_output_limit(local, QA, {}) == OutputLimit(312, "default")
+    assert resolve_output_limit(local, ExtractExpense, {}) == OutputLimit(360, "default")
+    root = Path(__file__).resolve().parent.parent
+    for path in [root / "README.md", *sorted((root / "notebooks").glob("*.ipynb"))]:
+        code = path.read_text(encoding="utf-8").replace("`max_tokens=None`", "")  # the docs may name it
+        assert "max_tokens=None" not in code, path
