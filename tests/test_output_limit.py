@@ -146,3 +146,15 @@ def test_the_embedded_model_is_bounded_for_the_readme_and_notebook_programs() ->
     for path in [root / "README.md", *sorted((root / "notebooks").glob("*.ipynb"))]:
         code = path.read_text(encoding="utf-8").replace("`max_tokens=None`", "")  # the docs may name it
         assert "max_tokens=None" not in code, path
+
+
+def test_a_long_echo_of_the_prompt_is_a_loop() -> None:
+    # what Gemma 3 270M wrote on a refund ticket: its prompt's last turn, over and over
+    echo = (
+        "mendatanguser\n[[ ## ticket ## ]]\nRefund request: order 500 was billed $112.14 twice, plus "
+        "$112.14 shipping.\n\nRespond with the output fields `amounts`, `total_usd`, in this order, each "
+        "under its own header, and end with the completed marker. "
+    )
+    found = repeated_tail("[[ ## amounts ## ]]\n" + echo * 3 + echo[:50])
+    assert found is not None and found[1] == 3 and "Refund request" in found[0]
+    assert repeated_tail(echo * 2) is None  # twice is not yet a loop

@@ -73,20 +73,22 @@ def resolve_output_limit(lm: Any, signature: Any, lm_kwargs: Mapping[str, Any]) 
     return OutputLimit(default_output_limit(signature), "default")
 
 
-def repeated_tail(text: str, *, min_repeats: int = 4, max_unit: int = 200) -> tuple[str, int] | None:
-    """``(unit, times)`` when ``text`` ends in ``unit`` written ``times`` >= ``min_repeats`` times in a
-    row (whitespace-insensitive) and the repetition is at least a third of the text; else None."""
+def repeated_tail(text: str, *, min_repeats: int = 4, max_unit: int = 1000) -> tuple[str, int] | None:
+    """``(unit, times)`` when ``text`` ends in ``unit`` written ``times`` times in a row
+    (whitespace-insensitive): at least ``min_repeats`` times for a short unit, 3 for a unit of 50
+    characters or more (a small model echoing its prompt), and the repetition is at least a third
+    of the text; else None."""
     squeezed = " ".join(text.split())
-    tail = squeezed[-4000:]
+    tail = squeezed[-6000:]
     n = len(tail)
-    for period in range(1, min(max_unit, n // min_repeats) + 1):
+    for period in range(1, min(max_unit, n // 3) + 1):
         run = period
         while run < n and tail[n - 1 - run] == tail[n - 1 - run + period]:
             run += 1
         times = run // period
-        if times >= min_repeats and run >= max(40, len(squeezed) // 3):
-            # rotate to start where the repetition starts, so the unit reads naturally
-            start = n - run
+        needed = min_repeats if period < 50 else 3
+        if times >= needed and run >= max(40, len(squeezed) // 3):
+            start = n - run  # where the repetition starts, so the unit reads naturally
             unit = tail[start : start + period]
             return unit.strip() or unit, times
     return None
@@ -97,7 +99,7 @@ def length_message(text: str, limit: OutputLimit) -> str:
     loop = repeated_tail(text) if text.strip() else None
     if loop is not None:
         unit, times = loop
-        shown = unit if len(unit) <= 60 else unit[:57] + "..."
+        shown = unit if len(unit) <= 80 else unit[:77] + "..."
         where = f" at max_tokens={limit.tokens}" if limit.tokens is not None else ""
         return (
             f"the model fell into a repetition loop ({shown!r} {times} times) and was stopped{where}; "
