@@ -103,7 +103,7 @@ class TwoStepAdapter(Adapter):
         messages, layout = self.format_with_layout(signature, demos, inputs)
         first = {**lm_kwargs, LAYOUT_KEY: layout}
         limit = resolve_output_limit(lm, signature, lm_kwargs)
-        if limit.source == "default":  # the free-form answer gets a text field's budget more
+        if limit.tokens is not None and limit.source == "default":  # a text field's budget more
             first["max_tokens"] = limit.tokens + TEXT_FIELD_TOKENS
         completions = yield from self._send(lm, state, Request(messages, first))
         if not completions:

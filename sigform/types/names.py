@@ -119,7 +119,7 @@ def resolve_type_name(text: str, namespace: Mapping[str, Any] | None = None) -> 
     return _Resolver(ns, text).visit(tree.body)
 
 
-def _unknown_name_hint(name: str, namespace: dict[str, Any]) -> str:
+def _unknown_name_hint(name: str, namespace: Mapping[str, Any]) -> str:
     """A did-you-mean for a misspelt type name (your ``types=`` first), or how to pass a custom type."""
     known = [*_BUILTIN_NAMES, *SPECIAL_TYPE_NAMES, *(f"datetime.{n}" for n in _MODULES["datetime"])]
     for group in (list(namespace), known):
