@@ -1,8 +1,10 @@
 """Import cost, checked structurally (no timings): what a plain-text program must never load.
 
 A fresh interpreter builds, formats and calls a plain-text Predict (the first-call benchmark's
-path: ChatAdapter, LM over the openai fast path, a loopback fake server) and reports which of the
-deferred modules got imported. Each of them is loaded on first use only:
+path: LM over the openai fast path, a loopback fake server) and reports which of the deferred
+modules got imported. With the chat adapter none of them is loaded; with the default adapter on a
+model that constrains decoding to a schema, the JSON adapter (its choice there) and nothing else.
+Each of them is loaded on first use only:
 
 * the special types (pydantic models: Image/Audio/File/History/Reasoning/ToolCalls, Media) --
   ``sigform.types`` exposes them lazily; adapters look for media or ToolCalls only once their
@@ -63,7 +65,7 @@ class Small(sf.Signature):
     answer: str = sf.OutputField()
 
 lm = sf.LM({model!r}, api_base={api_base!r}, api_key="k", cache=False, temperature=0.0)
-assert sf.Predict(Small, lm=lm)(question="What is the capital of France?").answer == "Paris"
+assert sf.Predict(Small, lm=lm{adapter})(question="What is the capital of France?").answer == "Paris"
 typed = sf.Predict("question, context: list[str] -> answer: int, sure: bool")
 sf.ChatAdapter().format(typed.signature, [], {{"question": "How many?", "context": ["a", "b"]}})
 print(json.dumps(sorted(m for m in {deferred!r} if m in sys.modules)))
@@ -76,14 +78,24 @@ def _fresh(code: str) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def test_a_plain_text_first_call_imports_none_of_the_deferred_modules():
-    reply = Reply("[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]")
-    with OpenAIChatFake(reply) as fake:
+@pytest.mark.parametrize(
+    ("adapter", "reply", "expected"),
+    [
+        (", adapter=sf.ChatAdapter()", "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]", []),
+        # the default adapter answers in constrained JSON where the model can: that module only
+        ("", '{"answer": "Paris"}', ["sigform.adapters.json_adapter"]),
+    ],
+    ids=["chat", "default"],
+)
+def test_a_plain_text_first_call_imports_none_of_the_deferred_modules(
+    adapter: str, reply: str, expected: list[str]
+) -> None:
+    with OpenAIChatFake(Reply(reply)) as fake:
         model = fake.model("gpt-4o-mini")
-        code = PLAIN_PROGRAM.format(model=model, api_base=fake.api_base, deferred=DEFERRED)
+        code = PLAIN_PROGRAM.format(model=model, api_base=fake.api_base, deferred=DEFERRED, adapter=adapter)
         loaded = json.loads(_fresh(code))
         assert len(fake.requests) == 1  # the call really went out
-    assert loaded == []
+    assert loaded == expected
 
 
 def test_media_values_still_become_content_parts_in_a_fresh_process():
