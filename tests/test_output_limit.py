@@ -100,6 +100,21 @@ def test_your_limit_is_named(server: FakeOpenAIServer) -> None:
     assert "default" not in message
 
 
+def test_a_reask_cut_off_names_the_default_limit(server: FakeOpenAIServer) -> None:
+    # the value re-ask (no constrained decoding on this endpoint) carries the same default limit,
+    # so a length stop on it is explained as the default limit, not the provider's
+    bad = "[[ ## answer ## ]]\nParis\n[[ ## confidence ## ]]\nvery high\n[[ ## completed ## ]]"
+    cut = "[[ ## answer ## ]]\nThe capital of France is a city with a long history and many"
+    server.queue.extend([_answer(bad), _answer(cut, finish="length")])
+    lm = _lm(server, capabilities={"json_schema": False, "json_object": False})
+    with pytest.raises(sf.ParseError) as info:
+        sf.Predict(QA, lm=lm, adapter=sf.ChatAdapter(fallback=False))(question="Capital?")
+    assert len(server.requests) == 2
+    assert server.requests[1]["max_tokens"] == default_output_limit(QA)
+    message = str(info.value)
+    assert "sigform's default output limit" in message and "no max_tokens was sent" not in message
+
+
 def test_no_limit_sent_names_the_provider(server: FakeOpenAIServer) -> None:
     cut = "[[ ## answer ## ]]\nThe capital of France is a city with a long history and many"
     server.queue.append(_answer(cut, finish="length"))

@@ -652,7 +652,7 @@ class Adapter:
                 and slot.reasks < self.max_reasks
             ):
                 slot.reasks += 1
-                sent = yield from self._retry_values(lm, signature, messages, one, slot, state, inputs)
+                sent = yield from self._retry_values(lm, signature, messages, one, slot, state, inputs, limit)
                 if not sent:
                     break
         return slots
@@ -678,6 +678,7 @@ class Adapter:
         slot: Slot,
         state: _RunState,
         inputs: Mapping[str, Any],
+        limit: OutputLimit = _NO_LIMIT,
     ) -> Generator[Request, Any, bool]:
         """Ask again for a candidate whose values failed: for the failing fields only, under a
         schema constraint, where the LM has one; else a re-ask. False when nothing was sent: a
@@ -694,7 +695,7 @@ class Adapter:
             if not again:
                 return False
             slot.completion = self.finished_completion(signature, again[0], kwargs)
-            self._judge(signature, slot, inputs)
+            self._judge(signature, slot, inputs, limit)  # the re-ask carries the same limit
             return True
         failing = failing_fields(slot.error)
         subset = self._repair.failing_signature(signature, failing)
