@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sigform.adapters.chat_scan import BLANK_LINE_RE, HEADER_RE, find_labels, find_sections
+from sigform.adapters.chat_scan import BLANK_LINE_RE, find_labels, find_sections, has_header
 from sigform.adapters.extract_json import find_json_object
 from sigform.adapters.fields import CLOSED_KINDS, FieldView, kind_of
 from sigform.adapters.names import FieldMatcher
@@ -49,7 +49,7 @@ def _chat(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extra
 
 
 def _labels(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extracted:
-    if "[[" in text and HEADER_RE.search(text):  # labels count only where no bracket header is used
+    if has_header(text):  # labels count only where no bracket header is used
         return Extracted(fmt="labels")
     sections = find_labels(text, matcher)
     return Extracted(sections.values, sections.conflicts, fmt="labels")
