@@ -11,6 +11,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sigform.adapters import chat_scan
 from sigform.adapters.chat_scan import HEADER_RE, find_headers, find_sections, has_header
 from sigform.adapters.names import FieldMatcher
 
@@ -50,3 +51,40 @@ def test_a_run_of_brackets_has_no_header_and_no_section() -> None:
     assert [tuple(h) for h in find_headers(text)] == reference(text)
     assert find_sections(text, matcher).values == {"answer": "42"}
     assert not has_header("[" * 200_000) and find_sections("[" * 200_000, matcher).headers == 0
+
+
+# the label patterns as they were, names `[\w \-]{0,60}?`: blank runs after a label rescanned per length
+_OLD_NAME = r"(?P<name>[A-Za-z][\w \-]{0,60}?)"
+OLD_LABEL_RE = regex.compile(
+    r"^[ \t]*+(?:(?:[-*+]|\d{1,3}[.)])[ \t]++)?+(?:\#{1,6}[ \t]*+)?+(?:\*\*|__)?+[ \t]*+"
+    + _OLD_NAME
+    + r"[ \t]*+(?:(?:\*\*|__)[ \t]*+:|:[ \t]*+(?:\*\*|__)|:)[ \t]*+",
+    regex.MULTILINE,
+)
+OLD_HEADING_RE = regex.compile(
+    r"^[ \t]*+(?:\#{1,6}[ \t]*+" + _OLD_NAME + r"|(?:\*\*|__)[ \t]*+" + _OLD_NAME
+    + r"[ \t]*+(?:\*\*|__))[ \t]*+$",
+    regex.MULTILINE,
+)
+_LABEL_PIECES = st.sampled_from(
+    [" ", "  ", "\t", "\n", "a", "B", "x1", "-", "_", "**", "__", ":", "#", "## ", "1.", "- ", "*", "é"]
+)
+LABEL_TEXTS = st.lists(_LABEL_PIECES, max_size=50).map("".join)
+
+
+def spans(pattern: regex.Pattern[str], text: str) -> list[tuple[int, int, str]]:
+    return [(m.start(), m.end(), m.group("name")) for m in pattern.finditer(text)]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(LABEL_TEXTS)
+def test_label_patterns_read_the_same_names_as_before(text: str) -> None:
+    assert spans(chat_scan._LABEL_RE, text) == spans(OLD_LABEL_RE, text)
+    assert spans(chat_scan._HEADING_RE, text) == spans(OLD_HEADING_RE, text)
+
+
+def test_long_label_names_and_names_with_blanks_are_read_as_before() -> None:
+    texts = ("final answer  :  42", "**a" + "b" * 60 + "**: x", "a" + " b" * 30 + ": x", "## Final Answer \n")
+    for text in texts:
+        assert spans(chat_scan._LABEL_RE, text) == spans(OLD_LABEL_RE, text)
+        assert spans(chat_scan._HEADING_RE, text) == spans(OLD_HEADING_RE, text)
