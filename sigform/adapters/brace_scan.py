@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import regex
 
+from sigform.adapters.recent_scan import RecentScan
+
 __all__ = ["MAX_TOKENS", "Spans", "object_spans"]
 
 MAX_TOKENS = 20_000
@@ -36,7 +38,14 @@ class Spans(list):  # type: ignore[type-arg]
 
 
 def object_spans(text: str, *, loose: bool = False) -> Spans:
-    """``(start, end)`` of every outermost balanced ``{...}`` in ``text``, in order."""
+    """``(start, end)`` of every outermost balanced ``{...}`` in ``text``, in order (a new list)."""
+    found = _recent_loose(text) if loose else _recent_strict(text)
+    spans = Spans(found)
+    spans.complete = found.complete
+    return spans
+
+
+def _scan(text: str, *, loose: bool) -> Spans:
     inside = _INSIDE_LOOSE if loose else _INSIDE
     steps = MAX_TOKENS
     complete = True
@@ -75,6 +84,11 @@ def object_spans(text: str, *, loose: bool = False) -> Spans:
     spans = Spans(_outermost(closed))
     spans.complete = complete
     return spans
+
+
+# the same answer is often scanned twice (the Chat adapter's JSON reading, then its JSON fallback)
+_recent_strict: RecentScan[Spans] = RecentScan(lambda text: _scan(text, loose=False))
+_recent_loose: RecentScan[Spans] = RecentScan(lambda text: _scan(text, loose=True))
 
 
 def _close(runs: list[list[int]], closed: list[tuple[int, int]], start: int, count: int) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import regex
 
 from sigform.adapters.names import norm_name
+from sigform.adapters.recent_scan import RecentScan
 
 __all__ = ["MAX_DEPTH", "MAX_ELEMENTS", "Element", "decode_text", "escape_text", "scan"]
 
@@ -114,7 +115,15 @@ def _attrs(raw: str) -> dict[str, str]:
 
 
 def scan(text: str) -> Element:
-    """The element tree of ``text`` under a synthetic root (``root.children`` are top level)."""
+    """The element tree of ``text`` under a synthetic root (``root.children`` are top level).
+
+    The last text's tree is reused for the same text (an answer read twice, by an adapter and its
+    fallback): callers read the tree, never change it.
+    """
+    return _recent(text)
+
+
+def _scan(text: str) -> Element:
     root = Element("", {}, 0)
     stack = [root]
     open_by_key: dict[str, list[int]] = {}  # normalised name -> stack depths of open elements
@@ -159,3 +168,6 @@ def scan(text: str) -> Element:
     root.end = len(text)
     root.closed = True
     return root
+
+
+_recent: RecentScan[Element] = RecentScan(_scan)
