@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any
 
 import regex
 
@@ -27,7 +27,6 @@ __all__ = [
     "BLANK_LINE_RE",
     "HEADER_RE",
     "NEUTRAL_OPEN",
-    "Header",
     "Sections",
     "find_headers",
     "find_labels",
@@ -52,27 +51,19 @@ _HEADER_CORE_RE = re.compile(HEADER_RE.pattern.removeprefix(r"(?:\*\*|__)?"))
 _BOLD = ("**", "__")
 
 
-class Header(NamedTuple):
-    """One ``[[ ## name ## ]]`` header: where it starts and ends, and the name as written."""
-
-    start: int
-    end: int
-    name: str
-
-
-def find_headers(text: str) -> list[Header]:
+def find_headers(text: str) -> list[re.Match[str]]:
     """Exactly the matches of ``HEADER_RE.finditer(text)``, found with ``_HEADER_CORE_RE``.
 
     A match of HEADER_RE is a core match, starting two characters earlier when bold (``**``/``__``)
     stands there and the previous match has not taken it: the core is the same after the bold.
     """
-    out: list[Header] = []
+    out: list[re.Match[str]] = []
     pos = 0
     while (match := _HEADER_CORE_RE.search(text, pos)) is not None:
         start = match.start()
         if start - 2 >= pos and text[start - 2 : start] in _BOLD:
-            start -= 2
-        out.append(Header(start, match.end(), match.group("name")))
+            match = HEADER_RE.match(text, start - 2) or match  # the same header, from its bold
+        out.append(match)
         pos = match.end()
     return out
 
@@ -160,27 +151,26 @@ def find_sections(text: str, matcher: FieldMatcher) -> Sections:
         return out
     text = unfence(text) if text.lstrip().startswith("```") else text
     opens = text.count("[[")
-    headers: list[Header] = []
+    headers: list[Any] = []  # match objects of either engine: start(), end(), group("name")
     # every exact header holds its own "[[ ## ": with fewer of those than "[[" the exact scan
     # cannot account for every "[[" (a run of `[`), so it is not tried
     if text.count("[[ ## ") >= opens:
-        exact = [Header(m.start(), m.end(), m.group("name")) for m in matcher.exact_header_re.finditer(text)]
-        headers = exact if len(exact) == opens else []
-    if not headers:
+        headers = list(matcher.exact_header_re.finditer(text))
+    if len(headers) != opens:
         headers = find_headers(text)
     # `[[ ## name ## ]]` in backticks is a mention inside prose (an echoed instruction), not a header
-    headers = [h for h in headers if not _quoted(text, h.start, h.end)]
+    headers = [m for m in headers if not _quoted(text, m.start(), m.end())]
     out.headers = len(headers)
     for i, match in enumerate(headers):
-        written = match.name
+        written = match.group("name")
         name = matcher.match(written)
         if name is None and written.strip().lower() == "completed":
             out.completed = True
             break
         if name is None:
             continue  # an echoed input or an unknown section: it only ends the previous one
-        end = headers[i + 1].start if i + 1 < len(headers) else len(text)
-        value = text[match.end : end]
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
+        value = text[match.end() : end]
         if i + 1 == len(headers):
             out.last = name
             if "[[" in value:
