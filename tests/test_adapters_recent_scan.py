@@ -55,3 +55,19 @@ def test_predict_with_a_repeated_garbled_answer_scans_it_once_per_format(monkeyp
         pass
     assert len(lm.calls) >= 2  # the Chat request and its JSON fallback got the same text
     assert seen == {"json": 2, "xml": 1}  # strict + loose brace scans, one XML scan: not twice each
+
+
+def test_predict_with_a_run_of_brackets_reads_headers_once(monkeypatch) -> None:
+    from sigform.adapters import chat_scan
+
+    calls: list[int] = []
+    real = chat_scan._find_headers
+    monkeypatch.setattr(chat_scan._recent_headers, "_scan", lambda text: calls.append(1) or real(text))
+    forget_recent_scans()
+    sig = make_signature({"text": (str, InputField()), "answer": (str, OutputField())})
+    lm = ScriptedLM(lambda *args, **kwargs: "[" * 20_000, features={"stop"})
+    try:
+        sf.Predict(sig, lm=lm, adapter=sf.ChatAdapter())(text="t")
+    except sf.ParseError:
+        pass
+    assert len(lm.calls) >= 2 and calls == [1]  # sections, label check, fallback: one header scan

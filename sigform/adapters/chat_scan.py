@@ -22,6 +22,7 @@ from typing import Any
 import regex
 
 from sigform.adapters.names import FieldMatcher
+from sigform.adapters.recent_scan import RecentScan
 
 __all__ = [
     "BLANK_LINE_RE",
@@ -52,7 +53,12 @@ _BOLD = ("**", "__")
 
 
 def find_headers(text: str) -> list[re.Match[str]]:
-    """Exactly the matches of ``HEADER_RE.finditer(text)``, found with ``_HEADER_CORE_RE``.
+    """Exactly the matches of ``HEADER_RE.finditer(text)`` (a new list each call)."""
+    return list(_recent_headers(text))
+
+
+def _find_headers(text: str) -> list[re.Match[str]]:
+    """The matches of ``HEADER_RE.finditer(text)``, found with ``_HEADER_CORE_RE``.
 
     A match of HEADER_RE is a core match, starting two characters earlier when bold (``**``/``__``)
     stands there and the previous match has not taken it: the core is the same after the bold.
@@ -68,9 +74,14 @@ def find_headers(text: str) -> list[re.Match[str]]:
     return out
 
 
+# one answer is read for headers up to three times: the Chat sections, the label check, and the
+# Chat reading inside the JSON fallback on the same text
+_recent_headers: RecentScan[list[re.Match[str]]] = RecentScan(_find_headers)
+
+
 def has_header(text: str) -> bool:
-    """Whether ``HEADER_RE.search(text)`` finds anything (the bold in front is optional)."""
-    return "[[" in text and _HEADER_CORE_RE.search(text) is not None
+    """Whether ``HEADER_RE.search(text)`` finds anything."""
+    return "[[" in text and bool(_recent_headers(text))
 
 
 # what would start a header: neutralised in user text so it cannot forge a field marker
