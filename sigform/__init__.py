@@ -99,6 +99,8 @@ _EXPORTS: dict[str, str] = {
     "Failure": "sigform.predict",
     # evaluation and few-shot optimisation
     "evaluate": "sigform.evaluation",
+    "aevaluate": "sigform.evaluation",
+    "Evaluate": "sigform.evaluation",
     "EvaluationResult": "sigform.evaluation",
     "TypedMatch": "sigform.evaluation",
     "Score": "sigform.evaluation",
@@ -153,6 +155,7 @@ __all__ = [
     "Completion",
     "ContextWindowError",
     "CredentialError",
+    "Evaluate",
     "EvaluationResult",
     "Example",
     "Failure",
@@ -207,6 +210,7 @@ __all__ = [
     "Usage",
     "XMLAdapter",
     "__version__",
+    "aevaluate",
     "coerce",
     "coerce_fields",
     "configure",
@@ -286,7 +290,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         ToolArgumentsError,
         ToolError,
     )
-    from sigform.evaluation import EvaluationResult, Score, TypedMatch, evaluate
+    from sigform.evaluation import Evaluate, EvaluationResult, Score, TypedMatch, aevaluate, evaluate
     from sigform.hooks import Callback, RequestVetoed
     from sigform.lm import (
         LM,

@@ -271,3 +271,81 @@ def test_usage_tracker_counts_requests_and_cache_hits() -> None:
         runstate.add_usage(Usage(prompt_tokens=5, cache_hit=True), 2)
         runstate.add_usage(Usage(prompt_tokens=1))
     assert tracker.requests == 3 and tracker.cache_hits == 2 and tracker.usage.prompt_tokens == 6
+
+
+# -- aevaluate / Evaluate ---------------------------------------------------------------------------
+
+
+def _comparable(result: Any) -> list[tuple[Any, ...]]:
+    return [
+        (r.index, r.status, r.score, r.prediction, r.calls, r.prompt_tokens, r.completion_tokens, r.raw)
+        for r in result.records
+    ]
+
+
+async def test_aevaluate_scores_like_evaluate_on_the_event_loop() -> None:
+    sync = sf.evaluate(program(), DEV, progress=False)
+    result = await sf.aevaluate(program(), DEV, progress=False)
+    assert _comparable(result) == _comparable(sync)
+    assert result.score == pytest.approx(sync.score) and result.field_accuracy == sync.field_accuracy
+    assert result.parse_errors == 1 and result.errors == 1
+
+
+async def test_aevaluate_bounds_the_calls_in_flight() -> None:
+    import asyncio
+
+    in_flight = peak = 0
+
+    async def reply(text: str) -> Any:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return {"text": chat(answer=4, kind="math"), "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+
+    qa = Predict(SIG, lm=ScriptedLM.by_input(reply))
+    devset = [{"question": f"q{i}", "answer": 4, "kind": "math"} for i in range(12)]
+    result = await sf.aevaluate(qa, devset, concurrency=3, progress=False)
+    assert result.score == 1.0 and result.n == 12
+    assert peak == 3  # the tasks really overlap, and never more than asked
+
+
+async def test_aevaluate_reports_a_raising_metric() -> None:
+    def metric(example: Example, pred: Any) -> bool:
+        raise RuntimeError("bad metric")
+
+    with pytest.warns(MetricErrorWarning, match="RuntimeError.*bad metric"):
+        result = await sf.aevaluate(program(), DEV[:1], metric, progress=False)
+    assert result.records[0].status == "metric_error" and result.records[0].score is None
+
+
+async def test_aevaluate_cancellation_propagates() -> None:
+    import asyncio
+
+    async def slow(text: str) -> Any:
+        await asyncio.sleep(30)
+        return {"text": chat(answer=4, kind="math")}
+
+    qa = Predict(SIG, lm=ScriptedLM.by_input(slow))
+    task = asyncio.ensure_future(sf.aevaluate(qa, DEV[:2], progress=False))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task  # not turned into an "error" record
+
+
+async def test_evaluate_object_binds_devset_and_metric() -> None:
+    evaluator = sf.Evaluate(DEV, lambda ex, pred: pred.kind == ex.kind, progress=False)
+    result = evaluator(program())
+    assert result.score == pytest.approx(2 / 4) and result.metric.endswith("<lambda>")
+    again = await evaluator.acall(program())
+    assert _comparable(again) == _comparable(result)
+    with pytest.raises(dataclasses_frozen_error()):
+        evaluator.metric = None  # type: ignore[misc]
+
+
+def dataclasses_frozen_error() -> type[Exception]:
+    import dataclasses
+
+    return dataclasses.FrozenInstanceError

@@ -3,6 +3,7 @@
 ::
 
     result = sf.evaluate(program, devset)        # typed per-field match by default
+    result = await sf.aevaluate(program, devset) # the same on the event loop
     result.score, result.score.low, result.score.high
     result.field_accuracy["amount"]
     better.compare(result)                       # paired difference with its interval
@@ -18,6 +19,7 @@ from sigform._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "Comparison": "sigform.evaluation.matching",
+    "Evaluate": "sigform.evaluation.runner",
     "EvaluationResult": "sigform.evaluation.result",
     "ExampleRecord": "sigform.evaluation.result",
     "LabelLeakWarning": "sigform.evaluation.leaks",
@@ -25,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "MetricValueError": "sigform.evaluation.metrics",
     "Score": "sigform.evaluation.stats",
     "TypedMatch": "sigform.evaluation.metrics",
+    "aevaluate": "sigform.evaluation.runner",
     "compare": "sigform.evaluation.matching",
     "evaluate": "sigform.evaluation.runner",
     "paired_difference": "sigform.evaluation.stats",
@@ -33,6 +36,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "Comparison",
+    "Evaluate",
     "EvaluationResult",
     "ExampleRecord",
     "LabelLeakWarning",
@@ -40,6 +44,7 @@ __all__ = [
     "MetricValueError",
     "Score",
     "TypedMatch",
+    "aevaluate",
     "compare",
     "evaluate",
     "paired_difference",
@@ -53,5 +58,5 @@ if TYPE_CHECKING:
     from sigform.evaluation.matching import Comparison, compare
     from sigform.evaluation.metrics import MetricValueError, TypedMatch
     from sigform.evaluation.result import EvaluationResult, ExampleRecord
-    from sigform.evaluation.runner import MetricErrorWarning, evaluate
+    from sigform.evaluation.runner import Evaluate, MetricErrorWarning, aevaluate, evaluate
     from sigform.evaluation.stats import Score, paired_difference, score_of
