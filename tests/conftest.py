@@ -8,6 +8,10 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+# the loopback OpenAI-compatible server and its fixtures (lm_server, fast_path, isolated_cache),
+# registered here so that pytest rewrites the asserts inside it
+pytest_plugins = ["lm_fake_openai"]
+
 # CI replays the same examples on every run (a red build always reproduces, and never because of
 # a lucky draw); developers' runs keep exploring new examples and saving the failures they find
 hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)

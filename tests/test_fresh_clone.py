@@ -12,10 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # every test that touches the corpus or ../shared, directly or through the benchmarks
 CORPUS_TESTS = [
     "tests/test_benchmarks_smoke.py",
-    "tests/test_adapters_corpus.py",
-    "tests/test_types_corpus.py",
-    "tests/test_adapters_heldout.py",
-    "tests/test_adapters_heldout_fuzz.py",
+    "tests/adapters/test_parse_corpus.py",
+    "tests/types/test_coercion_corpus.py",
+    "tests/adapters/test_heldout_cases.py",
+    "tests/adapters/test_heldout_fuzz.py",
 ]
 
 

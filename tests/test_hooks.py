@@ -16,8 +16,6 @@ import sigform as sf
 from sigform import hooks
 from sigform.lm import LM
 
-pytest_plugins = ["lm_fake_openai"]  # fixtures: lm_server, fast_path, isolated_cache
-
 MSG = [{"role": "user", "content": "hi"}]
 
 
