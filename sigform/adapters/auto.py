@@ -15,9 +15,10 @@ Without an LM (``format``, ``parse``, ``stream_parser``) it is the chat adapter.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
+from sigform.adapters.call_plan import Request
 from sigform.adapters.chat import ChatAdapter
 from sigform.adapters.result import AdapterResult
 from sigform.lm.interface import LMProtocol
@@ -57,29 +58,18 @@ class AutoAdapter(ChatAdapter):
             return "ChatAdapter"  # decided without importing the JSON adapter
         return "JSONAdapter" if self.json_adapter().constrains(lm) else "ChatAdapter"
 
-    def run(
+    def loop(
         self,
         lm: LMProtocol,
         signature: Any,
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
-        **lm_kwargs: Any,
-    ) -> AdapterResult:
+        lm_kwargs: Mapping[str, Any],
+    ) -> Generator[Request, Any, AdapterResult]:
+        """The JSON adapter's loop where ``lm`` constrains decoding, else the chat adapter's."""
         if self.choose(lm) == "JSONAdapter":
-            return self.json_adapter().run(lm, signature, demos, inputs, **lm_kwargs)  # type: ignore[no-any-return]
-        return super().run(lm, signature, demos, inputs, **lm_kwargs)
-
-    async def arun(
-        self,
-        lm: LMProtocol,
-        signature: Any,
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        **lm_kwargs: Any,
-    ) -> AdapterResult:
-        if self.choose(lm) == "JSONAdapter":
-            return await self.json_adapter().arun(lm, signature, demos, inputs, **lm_kwargs)  # type: ignore[no-any-return]
-        return await super().arun(lm, signature, demos, inputs, **lm_kwargs)
+            return self.json_adapter().loop(lm, signature, demos, inputs, lm_kwargs)  # type: ignore[no-any-return]
+        return super().loop(lm, signature, demos, inputs, lm_kwargs)
 
     def stream_parser(self, signature: Any) -> Any:
         from sigform.adapters.streaming import StreamParser

@@ -1,24 +1,10 @@
-"""The adapter base class: format messages, call the LM, parse completions, recover.
+"""The adapter base class: how a signature is written as messages and how answers are read.
 
 Subclasses (chat, JSON, XML, two-step) supply their templates, how one value is written, which
 format their answer is read in first and request options (stop sequences, response formats).
-The call loop is written once as a generator that yields LM requests, stepped by a sync
-(:meth:`Adapter.run`) or async (:meth:`Adapter.arun`) driver through a
-:class:`~sigform.adapters.call_plan.CallPlan`, so both paths behave the same:
-
-1. format and send; parse every candidate;
-2. a candidate whose *values* do not validate (:class:`FieldValueError`) is asked again, up to
-   ``max_reasks`` times, with its previous answer and the validation errors: where the LM
-   constrains decoding to a JSON schema, for the failing fields only, under a schema that rules
-   the failure out (:mod:`sigform.adapters.repair`); a request identical to one already sent in
-   the run is never sent (at temperature 0 it would get the same answer);
-3. candidates whose *structure* is wrong (:class:`StructureError`) go to the fallback adapter
-   (ChatAdapter -> JSONAdapter by default), which gets its own reasks; an empty answer goes
-   there only when the fallback's request is constrained (else it would come back empty or junk);
-4. empty completions after a refusal or a length stop, and answers cut off by the token limit,
-   get their own clear error: asking the same way again would not help;
-5. with ``n > 1`` only the failed candidates are retried. The final error names the adapters
-   tried, every failing field, and keeps every raw completion.
+The call loop that sends, re-asks and falls back lives in :mod:`sigform.adapters.call_loop`;
+:meth:`Adapter.run` and :meth:`Adapter.arun` drive it, and what an adapter decides there it
+decides through its methods here (``attempt``, ``send_request``, ``finished_completion``, ...).
 
 Tools: a signature with tool inputs and a ``ToolCalls`` output goes through native function
 calling when the LM supports it (see :mod:`sigform.adapters.native_tools`); the prompt is then
@@ -35,7 +21,8 @@ from typing import Any, ClassVar
 
 from pydantic_core import to_jsonable_python
 
-from sigform.adapters.call_plan import CallPlan, Request
+from sigform.adapters.call_loop import RunState, adrive, attempt, drive, run_loop
+from sigform.adapters.call_plan import Request
 from sigform.adapters.demo_cache import DemoCache
 from sigform.adapters.echo import mask_echoes
 from sigform.adapters.extraction import Extracted, extract
@@ -49,30 +36,21 @@ from sigform.adapters.native_tools import (
     outputs_with_calls,
     request_tools,
 )
-from sigform.adapters.output_limit import OutputLimit, length_message, resolve_output_limit
 from sigform.adapters.parse_plan import ChatParsePlan, JSONParsePlan, build_parse_plan
-from sigform.adapters.repair import RepairPlan, constrained_modes, failing_fields, request_key
+from sigform.adapters.repair import RepairPlan
 from sigform.adapters.request_plan import build_request_plan
-from sigform.adapters.result import AdapterResult, Slot, final_error
+from sigform.adapters.result import AdapterResult, Slot
 from sigform.adapters.templating import TemplateSet
-from sigform.conversation import LAYOUT_KEY, Layout, asend, send
-from sigform.errors import (
-    BadRequestError,
-    FieldError,
-    FieldValueError,
-    ParseError,
-    ProviderError,
-    StructureError,
-)
+from sigform.conversation import Layout
+from sigform.errors import FieldError, FieldValueError, ParseError, StructureError
 from sigform.hooks import emit
-from sigform.lm.interface import Completion, LMProtocol, Usage
+from sigform.lm.interface import Completion, LMProtocol
 from sigform.types.render import plain_text
 
 __all__ = ["Adapter", "Request"]
 
 Message = dict[str, Any]
 _MARK_RE = re.compile("\x01(\\d+)\x02")
-_NO_RETRY_FINISH = {"length", "content_filter", "refusal", "safety"}
 _RENDERING = (
     "user_message",
     "assistant_text",
@@ -83,58 +61,10 @@ _RENDERING = (
     "_render_user",
     "_user_pieces",
 )
-_NO_LIMIT = OutputLimit(None, "none")
-
-
-class _RunState:
-    """What one run has sent and received so far, across reasks, fallback and sub-loops."""
-
-    def __init__(self) -> None:
-        self.usage = Usage()
-        self._has_usage = False
-        self.attempts = 0
-        self.received: list[Completion] = []
-        self.first_messages: list[Message] | None = None
-        self.first_kwargs: dict[str, Any] = {}
-        self.sent: set[str] = set()
-
-    def fresh(self, request: Request) -> bool:
-        """Record ``request``; False when an identical one was already sent in this run."""
-        key = request_key(request.messages, request.kwargs)
-        if key in self.sent:
-            return False
-        self.sent.add(key)
-        return True
-
-    def absorb(self, sub: AdapterResult) -> None:
-        """Count a finished sub-loop's requests, usage and completions as this run's own."""
-        self.attempts += sub.attempts
-        self.add_usage(sub.usage)
-        self.received.extend(sub.all_completions)
-
-    def add_usage(self, usage: Usage) -> None:
-        # the first request's usage is taken as is: summing it onto an empty Usage() would turn
-        # its cache_hit off (a sum is a cache hit only when every part is)
-        self.usage = self.usage + usage if self._has_usage else usage
-        self._has_usage = True
-
-    def result(
-        self, outputs: list[dict[str, Any]], completions: list[Completion], adapter_names: list[str]
-    ) -> AdapterResult:
-        return AdapterResult(
-            outputs=outputs,
-            completions=completions,
-            usage=self.usage,
-            adapter_names=adapter_names,
-            attempts=self.attempts,
-            messages=self.first_messages or [],
-            all_completions=self.received,
-            request_kwargs=self.first_kwargs,
-        )
 
 
 class Adapter:
-    """Base class of every adapter; see the module docstring for the call loop.
+    """Base class of every adapter; the call loop is :mod:`sigform.adapters.call_loop`.
 
     Args:
         templates: template sources overriding the built-in ones by name (``{"system": "..."}``).
@@ -167,7 +97,7 @@ class Adapter:
         self._fallback_option = fallback
         self._matchers = SigCache()
         self._parse_plans = SigCache()
-        self._repair = RepairPlan()
+        self.repair_plan = RepairPlan()  # constrained retries of failing fields
         self._repair_json: Adapter | None = None
         self._lock = threading.Lock()
         # the per-signature fast paths (request and parse plans); tests turn them off to compare
@@ -537,23 +467,20 @@ class Adapter:
             raise ValueError(f"{self.name}: fallback=True needs an adapter instance")
         return option
 
-    def _send(
-        self, lm: LMProtocol, state: _RunState, request: Request
-    ) -> Generator[Request, Any, list[Completion]]:
-        """Yield one request; subclasses may step down request options on rejection."""
-        completions = yield request
-        self._account(state, request, completions)
-        return completions
+    def fallback_for(self, failed: bool) -> Adapter | None:
+        """The fallback adapter of a run where candidates ``failed`` structurally, looked up only
+        then (ChatAdapter's default builds a JSONAdapter on first use); ``fallback=True``, which
+        only ChatAdapter accepts, is checked on every run."""
+        return self.fallback_adapter() if failed or self._fallback_option is True else None
 
-    @staticmethod
-    def _account(state: _RunState, request: Request, completions: list[Completion]) -> None:
-        state.attempts += 1
-        if state.first_messages is None:
-            state.first_messages = request.messages
-            state.first_kwargs = {k: v for k, v in request.kwargs.items() if k != LAYOUT_KEY}
-        if completions:
-            state.add_usage(completions[0].usage)  # usage covers the whole request
-        state.received.extend(completions)
+    def send_request(
+        self, lm: LMProtocol, state: RunState, request: Request
+    ) -> Generator[Request, Any, list[Completion]]:
+        """Yield one request and count its answer. Extension point: the JSON adapter steps down
+        its response format when a provider rejects it."""
+        completions = yield request
+        state.account(request, completions)
+        return completions
 
     def reask_messages(
         self, signature: Any, messages: list[Message], completion: Completion, error: ParseError
@@ -571,43 +498,33 @@ class Adapter:
             {"role": "user", "content": text},
         ]
 
-    # ---- the call loop ---------------------------------------------------------------------------
+    # ---- the call loop (sigform.adapters.call_loop) ---------------------------------------------
 
-    def _judge(
+    def loop(
         self,
+        lm: LMProtocol,
         signature: Any,
-        slot: Slot,
-        inputs: Mapping[str, Any] | None = None,
-        limit: OutputLimit = _NO_LIMIT,
-    ) -> None:
-        completion = slot.completion
-        slot.history.append(completion)
-        slot.adapters.append(self.name)
-        text = completion.text or ""
-        reason = completion.finish_reason
-        if not text.strip() and not completion.tool_calls and reason in _NO_RETRY_FINISH:
-            # an empty refusal or length stop: asking the same way again would not help
-            slot.error = StructureError(_empty_message(reason), raw=text, adapter=self.name)
-            slot.terminal = True
-            slot.outputs = None
-            return
-        try:
-            slot.outputs = self.outputs_from_completion(signature, completion, inputs)
-            slot.error = None
-            if completion.truncated and not self.complete_answer(text):
-                raise StructureError(length_message(text, limit), raw=text, adapter=self.name)
-        except ParseError as exc:
-            slot.outputs = None
-            slot.error = exc.with_context(raw=text, adapter=self.name)
-            if completion.truncated:
-                slot.terminal = True
-                why = length_message(text, limit)
-                slot.error = StructureError(
-                    why if exc.summary == why else f"{why}. {exc.summary}",
-                    errors=exc.errors,
-                    raw=text,
-                    adapter=self.name,
-                )
+        demos: Sequence[Any] | None,
+        inputs: Mapping[str, Any],
+        lm_kwargs: Mapping[str, Any],
+    ) -> Generator[Request, Any, AdapterResult]:
+        """One run as a generator of requests (stepped by :meth:`run`, :meth:`arun`, or another
+        adapter's loop); see :func:`sigform.adapters.call_loop.run_loop`."""
+        return run_loop(self, lm, signature, demos, inputs, lm_kwargs)
+
+    def attempt(
+        self,
+        lm: LMProtocol,
+        signature: Any,
+        demos: Sequence[Any] | None,
+        inputs: Mapping[str, Any],
+        lm_kwargs: Mapping[str, Any],
+        state: RunState,
+    ) -> Generator[Request, Any, list[Slot]]:
+        """One pass of this adapter in a run: format, send, read every candidate into a
+        :class:`Slot`, ask again for failing values. Extension point (the two-step adapter answers
+        freely, then extracts); see :func:`sigform.adapters.call_loop.attempt`."""
+        return attempt(self, lm, signature, demos, inputs, lm_kwargs, state)
 
     def finished_completion(
         self, signature: Any, completion: Completion, kwargs: Mapping[str, Any]
@@ -618,44 +535,6 @@ class Adapter:
     def complete_answer(self, text: str) -> bool:
         """Whether a length-stopped ``text`` still holds a whole answer (chat: the completed marker)."""
         return True
-
-    def _attempt(
-        self,
-        lm: LMProtocol,
-        signature: Any,
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        lm_kwargs: Mapping[str, Any],
-        state: _RunState,
-    ) -> Generator[Request, Any, list[Slot]]:
-        signature = self.prompt_signature(lm, signature, inputs, lm_kwargs)
-        messages, layout = self.format_with_layout(signature, demos, inputs)
-        kwargs = self.request_kwargs(lm, signature, inputs, lm_kwargs)
-        limit = resolve_output_limit(lm, signature, lm_kwargs)
-        if limit.source == "default":  # no limit set anywhere: one derived from the outputs
-            kwargs["max_tokens"] = limit.tokens
-        kwargs[LAYOUT_KEY] = layout  # read by the driver: pruning and cache markers
-        first = Request(messages, kwargs)
-        state.fresh(first)
-        completions = yield from self._send(lm, state, first)
-        if not completions:
-            raise StructureError("the LM returned no completion", adapter=self.name)
-        slots = [Slot(self.finished_completion(signature, c, kwargs)) for c in completions]
-        for slot in slots:
-            self._judge(signature, slot, inputs, limit)
-        one = {k: v for k, v in kwargs.items() if k != "n"}
-        for slot in slots:
-            while (
-                not slot.ok
-                and isinstance(slot.error, FieldValueError)
-                and not slot.terminal
-                and slot.reasks < self.max_reasks
-            ):
-                slot.reasks += 1
-                sent = yield from self._retry_values(lm, signature, messages, one, slot, state, inputs, limit)
-                if not sent:
-                    break
-        return slots
 
     def constrains(self, lm: LMProtocol) -> bool:
         """Whether this adapter's requests to ``lm`` constrain decoding to its answer format."""
@@ -669,101 +548,6 @@ class Adapter:
             self._repair_json = self if isinstance(self, JSONAdapter) else JSONAdapter(max_reasks=0)
         return self._repair_json
 
-    def _retry_values(
-        self,
-        lm: LMProtocol,
-        signature: Any,
-        messages: list[Message],
-        kwargs: Mapping[str, Any],
-        slot: Slot,
-        state: _RunState,
-        inputs: Mapping[str, Any],
-        limit: OutputLimit = _NO_LIMIT,
-    ) -> Generator[Request, Any, bool]:
-        """Ask again for a candidate whose values failed: for the failing fields only, under a
-        schema constraint, where the LM has one; else a re-ask. False when nothing was sent: a
-        request identical to one already sent would get the same answer at temperature 0."""
-        assert slot.error is not None
-        json_adapter = self.constrained_json()
-        modes = [] if isinstance(signature, TextSignature) else constrained_modes(json_adapter, lm)
-        if not modes:
-            reask = self.reask_messages(signature, messages, slot.completion, slot.error)
-            retry = Request(reask, dict(kwargs))
-            if not state.fresh(retry):
-                return False
-            again = yield from self._send(lm, state, retry)
-            if not again:
-                return False
-            slot.completion = self.finished_completion(signature, again[0], kwargs)
-            self._judge(signature, slot, inputs, limit)  # the re-ask carries the same limit
-            return True
-        failing = failing_fields(slot.error)
-        subset = self._repair.failing_signature(signature, failing)
-        request_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "response_format")}
-        request_kwargs.update(__modes__=modes, __signature__=subset)
-        answer = slot.completion.text or ""
-        retry = Request(self._repair.messages(self, signature, messages, answer, slot.error), request_kwargs)
-        if not state.fresh(retry):
-            return False
-        try:
-            again = yield from json_adapter._send(lm, state, retry)
-        except (BadRequestError, ProviderError):  # every constrained mode was refused
-            return False
-        if not again:
-            return False
-        fix = again[0]
-        slot.history.append(fix)
-        slot.adapters.append(json_adapter.name)
-        try:
-            kept = self._repair.kept_values(self, signature, slot.completion, failing)
-            fixed = json_adapter.parse(subset, fix.text or "", inputs=inputs)
-        except ParseError as exc:
-            slot.error = exc.with_context(raw=fix.text or "", adapter=json_adapter.name)
-            slot.terminal = True  # the constrained retry is the last word on these fields
-            return True
-        slot.outputs, slot.error, slot.completion = self._repair.merge(signature, kept, fixed), None, fix
-        return True
-
-    def _run(
-        self,
-        lm: LMProtocol,
-        signature: Any,
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        lm_kwargs: Mapping[str, Any],
-    ) -> Generator[Request, Any, AdapterResult]:
-        state = _RunState()
-        names = [self.name]
-        slots = yield from self._attempt(lm, signature, demos, inputs, lm_kwargs, state)
-        redo = [s for s in slots if s.structural]
-        # looked up only when needed (ChatAdapter's default builds a JSONAdapter on first use);
-        # fallback=True, which only ChatAdapter accepts, is still checked on every run
-        fallback = self.fallback_adapter() if redo or self._fallback_option is True else None
-        if fallback is not None and redo and not fallback.constrains(lm):
-            # an empty answer asked again without a constraint comes back empty or as junk
-            redo = [s for s in redo if (s.completion.text or "").strip()]
-        if fallback is not None and redo:
-            names.append(fallback.name)
-            kwargs = dict(lm_kwargs)
-            if len(redo) > 1 or "n" in kwargs:
-                kwargs["n"] = len(redo)
-            fb_slots = yield from fallback._attempt(lm, signature, demos, inputs, kwargs, state)
-            for old, new in zip(redo, fb_slots, strict=False):
-                old.completion, old.outputs, old.error, old.terminal = (
-                    new.completion,
-                    new.outputs,
-                    new.error,
-                    new.terminal,
-                )
-                old.history.extend(new.history)
-                old.adapters.extend(new.adapters)
-        if not all(s.ok for s in slots):
-            error = final_error(slots, names)
-            error.usage, error.attempts = state.usage, state.attempts  # failed calls still cost
-            raise error
-        outputs = [s.outputs for s in slots if s.outputs is not None]
-        return state.result(outputs, [s.completion for s in slots], names)
-
     # ---- drivers ---------------------------------------------------------------------------------
 
     def run(
@@ -775,15 +559,7 @@ class Adapter:
         **lm_kwargs: Any,
     ) -> AdapterResult:
         """Format, call ``lm``, parse (with reask and fallback); returns an :class:`AdapterResult`."""
-        plan = CallPlan(self._run(lm, signature, demos, inputs, lm_kwargs))
-        while plan.request is not None:
-            try:  # fitted to the context window, normalised for the provider, cache-marked
-                completions = send(*plan.lm_call(lm))
-            except Exception as exc:
-                plan.fail(exc)
-            else:
-                plan.reply(completions)
-        return plan.result
+        return drive(self.loop(lm, signature, demos, inputs, lm_kwargs), lm)
 
     async def arun(
         self,
@@ -794,15 +570,7 @@ class Adapter:
         **lm_kwargs: Any,
     ) -> AdapterResult:
         """Async twin of :meth:`run` (uses ``lm.acall``)."""
-        plan = CallPlan(self._run(lm, signature, demos, inputs, lm_kwargs))
-        while plan.request is not None:
-            try:
-                completions = await asend(*plan.lm_call(lm))
-            except Exception as exc:
-                plan.fail(exc)
-            else:
-                plan.reply(completions)
-        return plan.result
+        return await adrive(self.loop(lm, signature, demos, inputs, lm_kwargs), lm)
 
     def __call__(
         self,
@@ -841,12 +609,3 @@ def _brief(value: Any) -> str:
     from sigform.errors import shorten
 
     return shorten(value, 80)
-
-
-def _empty_message(reason: str | None) -> str:
-    if reason == "length":
-        return (
-            "the model returned no text: it hit the output-token limit before answering "
-            "(finish_reason='length'); raise max_tokens or lower the reasoning effort"
-        )
-    return f"the model returned no text and stopped with finish_reason={reason!r}: it refused or was filtered"

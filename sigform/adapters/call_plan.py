@@ -1,6 +1,6 @@
 """Stepping the adapters' call loop, written once as a generator of LM requests.
 
-The loop (:meth:`sigform.adapters.base.Adapter._run`) yields each :class:`Request` it wants made
+The loop (:func:`sigform.adapters.call_loop.run_loop`) yields each :class:`Request` it wants made
 and returns its result. The sync driver, the async driver and the two-step adapter's extraction
 sub-loop step it through one :class:`CallPlan`; they differ only in how a request gets answered
 (a call, an await, a yield to the outer loop).
@@ -54,6 +54,13 @@ class CallPlan(Generic[Result]):
     def reply(self, completions: list[Completion]) -> None:
         """Answer the current request."""
         self._advance(self._loop.send, completions)
+
+    def settle(self, outcome: list[Completion] | Exception) -> None:
+        """Answer the current request with its completions, or report the exception it raised."""
+        if isinstance(outcome, Exception):
+            self.fail(outcome)
+        else:
+            self.reply(outcome)
 
     def fail(self, exc: Exception) -> None:
         """Report that the current request raised ``exc``; the loop may recover (a JSON

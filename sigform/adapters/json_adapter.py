@@ -18,7 +18,9 @@ import logging
 from collections.abc import Generator, Mapping
 from typing import Any, ClassVar
 
-from sigform.adapters.base import Adapter, Request, _RunState
+from sigform.adapters.base import Adapter
+from sigform.adapters.call_loop import RunState
+from sigform.adapters.call_plan import Request
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.errors import BadRequestError, ProviderError
@@ -143,14 +145,14 @@ class JSONAdapter(Adapter):
         kwargs["__signature__"] = signature
         return kwargs
 
-    def _send(
-        self, lm: LMProtocol, state: _RunState, request: Request
+    def send_request(
+        self, lm: LMProtocol, state: RunState, request: Request
     ) -> Generator[Request, Any, list[Completion]]:
         kwargs = dict(request.kwargs)
         modes: list[str] | None = kwargs.pop("__modes__", None)
         signature = kwargs.pop("__signature__", None)
         if modes is None:
-            return (yield from super()._send(lm, state, Request(request.messages, kwargs)))
+            return (yield from super().send_request(lm, state, Request(request.messages, kwargs)))
         for i, mode in enumerate(modes):
             attempt = dict(kwargs)
             fmt = self.response_format(mode, signature)
@@ -166,7 +168,7 @@ class JSONAdapter(Adapter):
                 _step_down(lm, mode, modes[i + 1], exc)
                 state.attempts += 1
                 continue
-            self._account(state, Request(request.messages, attempt), completions)
+            state.account(Request(request.messages, attempt), completions)
             capabilities.record_answered(_model_key(lm), mode, persist=_persistable(lm))
             return completions
         raise AssertionError("unreachable: the text mode always answers or raises")

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from sigform.adapters.base import Adapter, _RunState
-from sigform.adapters.call_plan import ROUTE_KEY, CallPlan, Request
+from sigform.adapters.base import Adapter
+from sigform.adapters.call_loop import RunState, routed
+from sigform.adapters.call_plan import Request
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView, SigCache
 from sigform.adapters.output_limit import TEXT_FIELD_TOKENS, resolve_output_limit
-from sigform.adapters.result import AdapterResult
+from sigform.adapters.result import Slot
 from sigform.conversation import LAYOUT_KEY
 from sigform.errors import StructureError
 from sigform.lm.interface import LMProtocol
@@ -91,30 +92,35 @@ class TwoStepAdapter(Adapter):
             self._extract_sigs.put(signature, cached)
         return cached
 
-    def _run(
+    def fallback_adapter(self) -> Adapter | None:
+        """None: the extraction adapter falls back on its own."""
+        return None
+
+    def attempt(
         self,
         lm: LMProtocol,
         signature: Any,
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
-    ) -> Generator[Request, Any, AdapterResult]:
-        state = _RunState()
+        state: RunState,
+    ) -> Generator[Request, Any, list[Slot]]:
+        """The free-form answer of the main LM, then one extraction run per candidate, its
+        requests routed to the extraction LM (its errors are the run's errors)."""
         messages, layout = self.format_with_layout(signature, demos, inputs)
         first = {**lm_kwargs, LAYOUT_KEY: layout}
         limit = resolve_output_limit(lm, signature, lm_kwargs)
         if limit.tokens is not None and limit.source == "default":  # a text field's budget more
             first["max_tokens"] = limit.tokens + TEXT_FIELD_TOKENS
-        completions = yield from self._send(lm, state, Request(messages, first))
+        completions = yield from self.send_request(lm, state, Request(messages, first))
         if not completions:
             raise StructureError("the LM returned no completion", adapter=self.name)
         extraction_sig = self.extraction_signature(signature)
         response_name = next(iter(extraction_sig.input_fields))
         extractor = self.extraction_adapter
         extraction_lm = self.extraction_lm or lm
-        outputs: list[dict[str, Any]] = []
-        names = [self.name]
         extra = {k: v for k, v in lm_kwargs.items() if k not in ("n", "stream")}
+        slots: list[Slot] = []
         for completion in completions:
             if not (completion.text or "").strip():
                 raise StructureError(
@@ -122,28 +128,10 @@ class TwoStepAdapter(Adapter):
                     adapter=self.name,
                     completions=list(completions),
                 )
-            sub = yield from _routed(
-                extractor._run(extraction_lm, extraction_sig, None, {response_name: completion.text}, extra),
+            sub = yield from routed(
+                extractor.loop(extraction_lm, extraction_sig, None, {response_name: completion.text}, extra),
                 extraction_lm,
             )
             state.absorb(sub)
-            outputs.append(sub.outputs[0])
-            for adapter_name in sub.adapter_names:
-                if adapter_name not in names:
-                    names.append(adapter_name)
-        return state.result(outputs, list(completions), names)
-
-
-def _routed(
-    loop: Generator[Request, Any, AdapterResult], lm: LMProtocol
-) -> Generator[Request, Any, AdapterResult]:
-    """The extraction sub-loop ``loop``, its requests routed to the extraction ``lm``."""
-    plan = CallPlan(loop)
-    while (request := plan.request) is not None:
-        try:
-            completions = yield Request(request.messages, {**request.kwargs, ROUTE_KEY: lm})
-        except Exception as exc:
-            plan.fail(exc)
-        else:
-            plan.reply(completions)
-    return plan.result
+            slots.append(Slot(completion, outputs=sub.outputs[0]))
+        return slots

@@ -1,0 +1,333 @@
+"""The adapters' call loop: send, judge every candidate, ask again, fall back, report.
+
+1. :func:`attempt` formats and sends; every candidate is judged (parsed) into a :class:`Slot`;
+2. a candidate whose *values* do not validate (:class:`FieldValueError`) is asked again, up to
+   ``max_reasks`` times, with its previous answer and the validation errors: where the LM
+   constrains decoding to a JSON schema, for the failing fields only, under a schema that rules
+   the failure out (:mod:`sigform.adapters.repair`); a request identical to one already sent in
+   the run is never sent (at temperature 0 it would get the same answer);
+3. candidates whose *structure* is wrong (:class:`StructureError`) go to the fallback adapter
+   (ChatAdapter -> JSONAdapter by default), which gets its own reasks; an empty answer goes
+   there only when the fallback's request is constrained (else it would come back empty or junk);
+4. empty completions after a refusal or a length stop, and answers cut off by the token limit,
+   get their own clear error: asking the same way again would not help;
+5. with ``n > 1`` only the failed candidates are retried. The final error names the adapters
+   tried, every failing field, and keeps every raw completion.
+
+The loop is a generator that yields each :class:`Request` it wants made and returns an
+:class:`AdapterResult`; :func:`drive` (sync) and :func:`adrive` (async) step it through one
+:class:`~sigform.adapters.call_plan.CallPlan`, so both paths behave the same.
+
+What an adapter decides, it decides through its own methods (the extension points):
+``Adapter.attempt`` (one format-send-read pass; the two-step adapter answers freely there, then
+extracts), ``Adapter.send_request`` (one request; the JSON adapter steps down response formats),
+``finished_completion``, ``complete_answer``, ``outputs_from_completion``, ``fallback_adapter``
+and ``constrains``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sigform.adapters.call_plan import CallPlan, Request
+from sigform.adapters.native_tools import TextSignature
+from sigform.adapters.output_limit import OutputLimit, length_message, resolve_output_limit
+from sigform.adapters.repair import constrained_modes, failing_fields, request_key
+from sigform.adapters.result import AdapterResult, Slot, final_error
+from sigform.conversation import LAYOUT_KEY, asend, send
+from sigform.errors import BadRequestError, FieldValueError, ParseError, ProviderError, StructureError
+from sigform.lm.interface import Completion, LMProtocol, Usage
+
+if TYPE_CHECKING:
+    from sigform.adapters.base import Adapter
+
+__all__ = ["RunState", "adrive", "attempt", "drive", "judge", "routed", "run_loop"]
+
+Message = dict[str, Any]
+Loop = Generator[Request, Any, AdapterResult]
+_NO_RETRY_FINISH = {"length", "content_filter", "refusal", "safety"}
+NO_LIMIT = OutputLimit(None, "none")
+
+
+class RunState:
+    """What one run has sent and received so far, across reasks, fallback and sub-loops."""
+
+    def __init__(self, adapter_names: Sequence[str] = ()) -> None:
+        self.usage = Usage()
+        self._has_usage = False
+        self.attempts = 0
+        self.received: list[Completion] = []
+        self.first_messages: list[Message] | None = None
+        self.first_kwargs: dict[str, Any] = {}
+        self.sent: set[str] = set()
+        self.adapter_names: list[str] = list(adapter_names)
+
+    def fresh(self, request: Request) -> bool:
+        """Record ``request``; False when an identical one was already sent in this run."""
+        key = request_key(request.messages, request.kwargs)
+        if key in self.sent:
+            return False
+        self.sent.add(key)
+        return True
+
+    def account(self, request: Request, completions: list[Completion]) -> None:
+        """Count one answered request: its usage, its completions, the first request's messages."""
+        self.attempts += 1
+        if self.first_messages is None:
+            self.first_messages = request.messages
+            self.first_kwargs = {k: v for k, v in request.kwargs.items() if k != LAYOUT_KEY}
+        if completions:
+            self.add_usage(completions[0].usage)  # usage covers the whole request
+        self.received.extend(completions)
+
+    def absorb(self, sub: AdapterResult) -> None:
+        """Count a finished sub-loop's requests, usage, completions and adapters as this run's own."""
+        self.attempts += sub.attempts
+        self.add_usage(sub.usage)
+        self.received.extend(sub.all_completions)
+        self.adapter_names.extend(n for n in sub.adapter_names if n not in self.adapter_names)
+
+    def add_usage(self, usage: Usage) -> None:
+        # the first request's usage is taken as is: summing it onto an empty Usage() would turn
+        # its cache_hit off (a sum is a cache hit only when every part is)
+        self.usage = self.usage + usage if self._has_usage else usage
+        self._has_usage = True
+
+    def result(self, outputs: list[dict[str, Any]], completions: list[Completion]) -> AdapterResult:
+        return AdapterResult(
+            outputs=outputs,
+            completions=completions,
+            usage=self.usage,
+            adapter_names=self.adapter_names,
+            attempts=self.attempts,
+            messages=self.first_messages or [],
+            all_completions=self.received,
+            request_kwargs=self.first_kwargs,
+        )
+
+
+def run_loop(
+    adapter: Adapter,
+    lm: LMProtocol,
+    signature: Any,
+    demos: Sequence[Any] | None,
+    inputs: Mapping[str, Any],
+    lm_kwargs: Mapping[str, Any],
+) -> Loop:
+    """One run of ``adapter``: its attempt, the fallback's for structural failures, the result
+    (or one error for every candidate that failed)."""
+    state = RunState([adapter.name])
+    slots = yield from adapter.attempt(lm, signature, demos, inputs, lm_kwargs, state)
+    redo = [s for s in slots if s.structural]
+    fallback = adapter.fallback_for(bool(redo))
+    if fallback is not None and redo and not fallback.constrains(lm):
+        # an empty answer asked again without a constraint comes back empty or as junk
+        redo = [s for s in redo if (s.completion.text or "").strip()]
+    if fallback is not None and redo:
+        state.adapter_names.append(fallback.name)
+        kwargs = dict(lm_kwargs)
+        if len(redo) > 1 or "n" in kwargs:
+            kwargs["n"] = len(redo)
+        fb_slots = yield from fallback.attempt(lm, signature, demos, inputs, kwargs, state)
+        for old, new in zip(redo, fb_slots, strict=False):
+            old.completion, old.outputs, old.error, old.terminal = (
+                new.completion,
+                new.outputs,
+                new.error,
+                new.terminal,
+            )
+            old.history.extend(new.history)
+            old.adapters.extend(new.adapters)
+    if not all(s.ok for s in slots):
+        error = final_error(slots, state.adapter_names)
+        error.usage, error.attempts = state.usage, state.attempts  # failed calls still cost
+        raise error
+    outputs = [s.outputs for s in slots if s.outputs is not None]
+    return state.result(outputs, [s.completion for s in slots])
+
+
+def attempt(
+    adapter: Adapter,
+    lm: LMProtocol,
+    signature: Any,
+    demos: Sequence[Any] | None,
+    inputs: Mapping[str, Any],
+    lm_kwargs: Mapping[str, Any],
+    state: RunState,
+) -> Generator[Request, Any, list[Slot]]:
+    """Format and send one request, judge every candidate, ask again for failing values."""
+    signature = adapter.prompt_signature(lm, signature, inputs, lm_kwargs)
+    messages, layout = adapter.format_with_layout(signature, demos, inputs)
+    kwargs = adapter.request_kwargs(lm, signature, inputs, lm_kwargs)
+    limit = resolve_output_limit(lm, signature, lm_kwargs)
+    if limit.source == "default":  # no limit set anywhere: one derived from the outputs
+        kwargs["max_tokens"] = limit.tokens
+    kwargs[LAYOUT_KEY] = layout  # read by the driver: pruning and cache markers
+    first = Request(messages, kwargs)
+    state.fresh(first)
+    completions = yield from adapter.send_request(lm, state, first)
+    if not completions:
+        raise StructureError("the LM returned no completion", adapter=adapter.name)
+    slots = [Slot(adapter.finished_completion(signature, c, kwargs)) for c in completions]
+    for slot in slots:
+        judge(adapter, signature, slot, inputs, limit)
+    one = {k: v for k, v in kwargs.items() if k != "n"}
+    for slot in slots:
+        while (
+            not slot.ok
+            and isinstance(slot.error, FieldValueError)
+            and not slot.terminal
+            and slot.reasks < adapter.max_reasks
+        ):
+            slot.reasks += 1
+            sent = yield from _retry_values(adapter, lm, signature, messages, one, slot, state, inputs, limit)
+            if not sent:
+                break
+    return slots
+
+
+def judge(
+    adapter: Adapter,
+    signature: Any,
+    slot: Slot,
+    inputs: Mapping[str, Any] | None = None,
+    limit: OutputLimit = NO_LIMIT,
+) -> None:
+    """Read ``slot``'s completion into outputs, or the error that decides what happens next."""
+    completion = slot.completion
+    slot.history.append(completion)
+    slot.adapters.append(adapter.name)
+    text = completion.text or ""
+    reason = completion.finish_reason
+    if not text.strip() and not completion.tool_calls and reason in _NO_RETRY_FINISH:
+        # an empty refusal or length stop: asking the same way again would not help
+        slot.error = StructureError(_empty_message(reason), raw=text, adapter=adapter.name)
+        slot.terminal = True
+        slot.outputs = None
+        return
+    try:
+        slot.outputs = adapter.outputs_from_completion(signature, completion, inputs)
+        slot.error = None
+        if completion.truncated and not adapter.complete_answer(text):
+            raise StructureError(length_message(text, limit), raw=text, adapter=adapter.name)
+    except ParseError as exc:
+        slot.outputs = None
+        slot.error = exc.with_context(raw=text, adapter=adapter.name)
+        if completion.truncated:
+            slot.terminal = True
+            why = length_message(text, limit)
+            slot.error = StructureError(
+                why if exc.summary == why else f"{why}. {exc.summary}",
+                errors=exc.errors,
+                raw=text,
+                adapter=adapter.name,
+            )
+
+
+def _retry_values(
+    adapter: Adapter,
+    lm: LMProtocol,
+    signature: Any,
+    messages: list[Message],
+    kwargs: Mapping[str, Any],
+    slot: Slot,
+    state: RunState,
+    inputs: Mapping[str, Any],
+    limit: OutputLimit,
+) -> Generator[Request, Any, bool]:
+    """Ask again for a candidate whose values failed: for the failing fields only, under a
+    schema constraint, where the LM has one; else a re-ask. False when nothing was sent: a
+    request identical to one already sent would get the same answer at temperature 0."""
+    assert slot.error is not None
+    json_adapter = adapter.constrained_json()
+    modes = [] if isinstance(signature, TextSignature) else constrained_modes(json_adapter, lm)
+    if not modes:
+        reask = adapter.reask_messages(signature, messages, slot.completion, slot.error)
+        retry = Request(reask, dict(kwargs))
+        if not state.fresh(retry):
+            return False
+        again = yield from adapter.send_request(lm, state, retry)
+        if not again:
+            return False
+        slot.completion = adapter.finished_completion(signature, again[0], kwargs)
+        judge(adapter, signature, slot, inputs, limit)  # the re-ask carries the same limit
+        return True
+    repair = adapter.repair_plan
+    failing = failing_fields(slot.error)
+    subset = repair.failing_signature(signature, failing)
+    request_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "response_format")}
+    request_kwargs.update(__modes__=modes, __signature__=subset)
+    answer = slot.completion.text or ""
+    retry = Request(repair.messages(adapter, signature, messages, answer, slot.error), request_kwargs)
+    if not state.fresh(retry):
+        return False
+    try:
+        again = yield from json_adapter.send_request(lm, state, retry)
+    except (BadRequestError, ProviderError):  # every constrained mode was refused
+        return False
+    if not again:
+        return False
+    fix = again[0]
+    slot.history.append(fix)
+    slot.adapters.append(json_adapter.name)
+    try:
+        kept = repair.kept_values(adapter, signature, slot.completion, failing)
+        fixed = json_adapter.parse(subset, fix.text or "", inputs=inputs)
+    except ParseError as exc:
+        slot.error = exc.with_context(raw=fix.text or "", adapter=json_adapter.name)
+        slot.terminal = True  # the constrained retry is the last word on these fields
+        return True
+    slot.outputs, slot.error, slot.completion = repair.merge(signature, kept, fixed), None, fix
+    return True
+
+
+def routed(loop: Loop, lm: LMProtocol) -> Loop:
+    """The sub-loop ``loop`` run inside another loop, its requests routed to ``lm``."""
+    from sigform.adapters.call_plan import ROUTE_KEY
+
+    plan = CallPlan(loop)
+    while (request := plan.request) is not None:
+        try:
+            outcome = yield Request(request.messages, {**request.kwargs, ROUTE_KEY: lm})
+        except Exception as exc:
+            outcome = exc
+        plan.settle(outcome)
+    return plan.result
+
+
+def drive(loop: Loop, lm: LMProtocol) -> AdapterResult:
+    """Run ``loop`` to its result, each request sent to ``lm`` (or the LM it is routed to):
+    fitted to the context window, normalised for the provider, cache-marked."""
+    plan = CallPlan(loop)
+    while plan.request is not None:
+        plan.settle(_outcome(send, *plan.lm_call(lm)))
+    return plan.result
+
+
+async def adrive(loop: Loop, lm: LMProtocol) -> AdapterResult:
+    """:func:`drive` with ``lm.acall``."""
+    plan = CallPlan(loop)
+    while plan.request is not None:
+        try:
+            outcome: list[Completion] | Exception = await asend(*plan.lm_call(lm))
+        except Exception as exc:
+            outcome = exc
+        plan.settle(outcome)
+    return plan.result
+
+
+def _outcome(call: Any, *args: Any) -> list[Completion] | Exception:
+    try:
+        return call(*args)  # type: ignore[no-any-return]
+    except Exception as exc:
+        return exc
+
+
+def _empty_message(reason: str | None) -> str:
+    if reason == "length":
+        return (
+            "the model returned no text: it hit the output-token limit before answering "
+            "(finish_reason='length'); raise max_tokens or lower the reasoning effort"
+        )
+    return f"the model returned no text and stopped with finish_reason={reason!r}: it refused or was filtered"
