@@ -20,13 +20,15 @@ from typing import Any
 
 @dataclass
 class Reply:
-    """What the fake server sends: a JSON body, or SSE chunks when ``chunks`` is set."""
+    """What the fake server sends: a JSON body, SSE chunks when ``chunks`` is set, or ``raw``
+    bytes as they are (a compressed body, an HTML page)."""
 
     status: int = 200
     body: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     chunks: list[dict[str, Any]] | None = None
     delay: float = 0.0
+    raw: bytes | None = None
 
 
 def completion_body(
@@ -179,7 +181,9 @@ class FakeOpenAIServer:
                         self.wfile.flush()
                     self.wfile.write(b"0\r\n\r\n")
                     return
-                payload = json.dumps(reply.body if reply.body is not None else {}).encode()
+                payload = reply.raw
+                if payload is None:
+                    payload = json.dumps(reply.body if reply.body is not None else {}).encode()
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))

@@ -13,7 +13,9 @@ Non-streamed calls skip the SDK's per-request machinery (option models copied tw
 merged, the URL parsed, on every call): the SDK builds one template request per client - URL,
 headers, timeout - and each call sends a copy with its own body through the SDK's HTTP client,
 raising the SDK's own exceptions for failures. Should the SDK's internals ever differ, the
-template is not built and calls go through ``client.post`` as before.
+template is not built and calls go through ``client.post`` as before. Async calls hand that
+request straight to the SDK's aiohttp session where httpx2's wrappers around it do nothing
+(see :mod:`sigform.lm.sdk_session`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 from sigform.lm.client_pool import ClientPool, Lease
 from sigform.lm.request import Request
 from sigform.lm.response import parse_body
+from sigform.lm.sdk_session import session_post
 
 __all__ = ["FAST_PROVIDERS", "MAX_CLIENTS", "OpenAIBackend", "request_model_name"]
 
@@ -197,7 +200,12 @@ class OpenAIBackend:
                     options=self._options(req),
                 )
                 return parse_body(response.content), None
-            request = direct.request(self._body(req), req.headers, req.timeout)
+            body = self._body(req)
+            if direct.session is not None and direct.session.ready():
+                data = await direct.apost(client, body, req.headers, req.timeout)
+                if data is not None:
+                    return data, None
+            request = direct.request(body, req.headers, req.timeout)
             try:
                 response = await client._client.send(request)
             except direct.timeout_errors as err:
@@ -263,6 +271,7 @@ class _Direct:
         "headers",
         "httpx",
         "request_errors",
+        "session",
         "timeout_error",
         "timeout_errors",
         "url",
@@ -289,9 +298,40 @@ class _Direct:
         self.request_errors = request_exceptions()
         self.timeout_error = openai.APITimeoutError
         self.connection_error = openai.APIConnectionError
+        # async clients: the same request straight over the SDK's aiohttp session, where it can
+        self.session = (
+            session_post(client._client, self.url, self.headers, self.extensions.get("timeout", {}))
+            if isinstance(client, openai.AsyncOpenAI)
+            else None
+        )
+
+    @staticmethod
+    def content(body: dict[str, Any]) -> bytes:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    async def apost(
+        self, client: Any, body: dict[str, Any], headers: dict[str, str], timeout: float | None
+    ) -> dict[str, Any] | None:
+        """The JSON body of the request sent over the SDK's aiohttp session; None for a redirect
+        (the caller resends it the SDK's way). Failures raise the SDK's exceptions."""
+        assert self.session is not None
+        limits = None if timeout is None else self.httpx.Timeout(timeout).as_dict()
+        try:
+            got = await self.session.post(self.content(body), headers, limits)
+        except self.timeout_errors as err:
+            raise self.timeout_error(request=self.request(body, headers, timeout)) from err
+        except self.request_errors as err:
+            raise self.connection_error(request=self.request(body, headers, timeout)) from err
+        if got is None:
+            return None
+        data, response = got
+        if response is not None and response.status_code >= 400:
+            response.request = self.request(body, headers, timeout)
+            raise client._make_status_error_from_response(response)
+        return parse_body(data)  # an HTML page or `[]` is a malformed response
 
     def request(self, body: dict[str, Any], headers: dict[str, str], timeout: float | None) -> Any:
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        content = self.content(body)
         httpx = self.httpx
         merged = httpx.Headers(self.headers, encoding="ascii")  # header values are ASCII
         if headers:
