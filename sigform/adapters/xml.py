@@ -7,8 +7,11 @@ Inputs are escaped, so user text can never open or close an element. Parsing is 
 
 The closing tag of the last output field is sent as a stop sequence (where the LM supports stop
 sequences and no nested element carries that name), so generation ends with the answer: a small
-model otherwise writes more elements, or junk, up to ``max_tokens``. Servers leave the stop
-sequence out of the text; it is put back before parsing.
+model otherwise writes more elements, or junk, up to ``max_tokens``. A null last field is written
+self-closing (``<due_date/>``), which that tag never matches, so the self-closing forms are stop
+sequences too, without their ``<``: a server leaves the stop sequence out of the text, and the
+``<`` left at the end tells which one fired (a model that stops by itself never leaves one). The
+stop text is put back before parsing.
 """
 
 from __future__ import annotations
@@ -49,6 +52,13 @@ class XMLAdapter(Adapter):
     def stop_tag(self, signature: Any) -> str | None:
         """The closing tag that ends an answer (the last output's), or ``None`` when an element
         nested in some output carries the same name (stopping there would cut the answer)."""
+        stops = self.stop_sequences(signature)
+        return stops[0] if stops else None
+
+    def stop_sequences(self, signature: Any) -> list[str]:
+        """The stop sequences that end an answer: the last output's closing tag, then its
+        self-closing forms without the ``<`` (left out where another element's name ends with
+        the last one's: ``<other_due_date/>`` would match them); empty when no stop is safe."""
         cached = self._stop_tags.get(signature)
         if cached is None:
             outputs = field_views(signature)[1]
@@ -56,32 +66,41 @@ class XMLAdapter(Adapter):
             nested: set[str] = set()
             for view in outputs:
                 _nested_names(view.annotation, nested, 0)
-            safe = last and last not in nested and "*" not in nested
-            cached = self._stop_tags.put(signature, f"</{last}>" if safe else "")
-        return cached or None
+            stops: tuple[str, ...] = ()
+            if last and last not in nested and "*" not in nested:
+                stops = (f"</{last}>",)
+                others = {v.name.lower() for v in outputs[:-1]} | {n.lower() for n in nested}
+                if not any(name.endswith(last.lower()) for name in others):
+                    stops += (f"{last}/>", f"{last} />")
+            cached = self._stop_tags.put(signature, stops)
+        return list(cached)
 
     def request_kwargs(
         self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
     ) -> dict[str, Any]:
         kwargs = super().request_kwargs(lm, signature, inputs, lm_kwargs)
-        tag = self.stop_tag(signature) if self.use_stop and signature.output_fields else None
-        if tag is not None and "stop" not in kwargs and lm.supports("stop"):
-            kwargs["stop"] = [tag]
+        stops = self.stop_sequences(signature) if self.use_stop and signature.output_fields else []
+        if stops and "stop" not in kwargs and lm.supports("stop"):
+            kwargs["stop"] = stops
         return kwargs
 
     def finished_completion(
         self, signature: Any, completion: Completion, kwargs: Mapping[str, Any]
     ) -> Completion:
-        """``completion`` with the closing tag put back when our stop sequence ended it: the last
-        element was opened after every closing of it and is still open."""
-        tag = self.stop_tag(signature)
+        """``completion`` with our stop sequence put back when it ended the answer: the closing
+        tag when the last element was opened after every closing of it and is still open; the
+        self-closing form when the text ends with the ``<`` that only that stop leaves."""
+        stops = self.stop_sequences(signature)
         text = completion.text
-        if tag is None or kwargs.get("stop") != [tag] or completion.finish_reason != "stop" or not text:
+        if not stops or kwargs.get("stop") != stops or completion.finish_reason != "stop" or not text:
             return completion
+        tag = stops[0]
         opened = max(text.rfind(f"<{tag[2:-1]}>"), text.rfind(f"<{tag[2:-1]} "))
-        if opened < 0 or text.find(tag, opened) >= 0:
-            return completion
-        return dataclasses.replace(completion, text=text + tag)
+        if opened >= 0 and text.find(tag, opened) < 0:
+            return dataclasses.replace(completion, text=text + tag)
+        if len(stops) > 1 and text.endswith("<"):
+            return dataclasses.replace(completion, text=text + stops[1])
+        return completion
 
     def neutralise(self, text: str) -> str:
         # chat headers too: the XML parser falls back to reading them, and no adapter's user text
