@@ -6,7 +6,13 @@ nothing, cut-off JSON with a long string, numbers with spaces. Each pattern is p
 10 KB, 100 KB and 1 MB by the Chat, JSON and XML adapters, and through ``Predict`` (a scripted
 LM answers the same text to the Chat request and to its JSON fallback: two parses and the
 call machinery). The table shows, per adapter and size, the slowest pattern; the target is
-<= 50 ms below 1 MB, and the 1 MB / 100 KB ratio shows linearity (10 is linear, 100 quadratic).
+<= 50 ms up to 1 MB (issue 13), and the 1 MB / 100 KB ratio shows linearity (10 is linear, 100
+quadratic; a pattern that meets a work bound at 1 MB reads lower).
+
+Work bounds that keep 1 MB under the target (past one, that format is not read and the error
+says why): 2,000 chat headers before the completed marker, 20,000 braces and strings in JSON,
+10,000 XML elements / 20,000 tags / 64 levels / 100,000 ``<``, labels in at most 100,000
+characters.
 """
 
 from __future__ import annotations
@@ -52,6 +58,18 @@ PATTERNS: dict[str, Callable[[int], str]] = {
     "**label**:-run": lambda n: _repeat("**answer**: ", n),
     "header per line": lambda n: _repeat("[[ ## answer ## ]]\nx\n", n),
     "bullets": lambda n: "[[ ## answer ## ]]\n" + _repeat("- a\n", n - 19),
+    # shapes with a Python step per line or per marker, or a failed tag try per `<`
+    "completed per line": lambda n: _repeat("[[ ## completed ## ]]\n", n),
+    "bullet lines": lambda n: _repeat("- a\n", n),
+    "label per line": lambda n: _repeat("answer: x\n", n),
+    "heading per line": lambda n: _repeat("## answer\nx\n", n),
+    "<a-run": lambda n: _repeat("<a", n),
+    "<!-run": lambda n: _repeat("<!", n),
+    "<1>-run": lambda n: _repeat("<1>", n),
+    "element per line": lambda n: _repeat("<answer>x</answer>\n", n),
+    "object per line": lambda n: _repeat('{"answer": "x"}\n', n),
+    "key per line": lambda n: "{" + _repeat('"answer": "x",\n', n - 2) + "}",
+    "entities": lambda n: "<answer>" + _repeat("&amp;", n - 17) + "</answer>",
 }
 
 
@@ -122,11 +140,9 @@ def run(sizes: tuple[int, ...] = SIZES, repeats: int = 3) -> Section:
         for size in sizes:
             worst = max(by_pattern, key=lambda p: by_pattern[p][size][0])
             ms = by_pattern[worst][size][0]
-            below = size < 1_000_000
             section.rows.append(Row(
                 "9 adversarial parse", f"{name} {size // 1000} KB: slowest pattern", "ms", ms,
-                target=f"<= {TARGET_MS:g} ms" if below else "", met=(ms <= TARGET_MS) if below else None,
-                note=worst,
+                target=f"<= {TARGET_MS:g} ms", met=ms <= TARGET_MS, note=worst,
             ))
         if 100_000 in sizes and 1_000_000 in sizes:
             ratios = {p: v[1_000_000][0] / max(v[100_000][0], 0.05) for p, v in by_pattern.items()}

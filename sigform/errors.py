@@ -44,6 +44,8 @@ _SHOW_CHARS = 160
 def shorten(text: Any, limit: int = _SHOW_CHARS) -> str:
     """Return ``text`` as a one-glance string: repr-like, at most ``limit`` characters."""
     s = text if isinstance(text, str) else repr(text)
+    if len(s) > 4 * limit >= 64:
+        s = s[:limit] + s[-limit:]  # only its ends show: escape those, not all of a 1 MB completion
     s = s.replace("\r", "\\r").replace("\n", "\\n")
     if len(s) > limit:
         head = limit * 2 // 3

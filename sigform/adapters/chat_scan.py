@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import regex
@@ -27,6 +28,8 @@ from sigform.adapters.recent_scan import RecentScan
 __all__ = [
     "BLANK_LINE_RE",
     "HEADER_RE",
+    "MAX_HEADERS",
+    "MAX_LABEL_CHARS",
     "NEUTRAL_OPEN",
     "Sections",
     "find_headers",
@@ -50,15 +53,20 @@ HEADER_RE = re.compile(
 # fast substring search instead of an attempt at every character (a 1 MB run of `[`: ~14 ms, not ~150)
 _HEADER_CORE_RE = re.compile(HEADER_RE.pattern.removeprefix(r"(?:\*\*|__)?"))
 _BOLD = ("**", "__")
+# Work bound: an answer has a header per output field and one completed marker; a text with more
+# than this many headers before its completed marker is a model repeating itself, and is not
+# read as sections (the error says so). Each header costs ~1 µs of Python, so 47,000 headers in
+# 1 MB took ~60 ms per reading; the scans stop after MAX_HEADERS + 1.
+MAX_HEADERS = 2_000
 
 
 def find_headers(text: str) -> list[re.Match[str]]:
-    """Exactly the matches of ``HEADER_RE.finditer(text)`` (a new list each call)."""
+    """The first ``MAX_HEADERS + 1`` matches of ``HEADER_RE.finditer(text)`` (a new list each call)."""
     return list(_recent_headers(text))
 
 
 def _find_headers(text: str) -> list[re.Match[str]]:
-    """The matches of ``HEADER_RE.finditer(text)``, found with ``_HEADER_CORE_RE``.
+    """The first ``MAX_HEADERS + 1`` matches of ``HEADER_RE.finditer(text)``, found with ``_HEADER_CORE_RE``.
 
     A match of HEADER_RE is a core match, starting two characters earlier when bold (``**``/``__``)
     stands there and the previous match has not taken it: the core is the same after the bold.
@@ -70,6 +78,8 @@ def _find_headers(text: str) -> list[re.Match[str]]:
         if start - 2 >= pos and text[start - 2 : start] in _BOLD:
             match = HEADER_RE.match(text, start - 2) or match  # the same header, from its bold
         out.append(match)
+        if len(out) > MAX_HEADERS:
+            break
         pos = match.end()
     return out
 
@@ -141,6 +151,7 @@ class Sections:
     completed: bool = False
     last: str | None = None  # the field whose section runs to the end of the text (no marker after it)
     headers: int = 0  # bracket headers seen (any name)
+    note: str | None = None  # why the text was not read (over a work bound)
 
 
 def _add(out: Sections, name: str, value: str) -> None:
@@ -155,6 +166,12 @@ def _quoted(text: str, start: int, end: int) -> bool:
     return start > 0 and text[start - 1] == "`" and end < len(text) and text[end] == "`"
 
 
+_OVER_HEADERS = (
+    f"the text has over {MAX_HEADERS:,} `[[ ## ... ## ]]` headers before any completed marker "
+    "(a model repeating itself); it was not read as sections"
+)
+
+
 def find_sections(text: str, matcher: FieldMatcher) -> Sections:
     """Sections under bracket headers; ``headers == 0`` means the text has none."""
     out = Sections()
@@ -166,18 +183,23 @@ def find_sections(text: str, matcher: FieldMatcher) -> Sections:
     # every exact header holds its own "[[ ## ": with fewer of those than "[[" the exact scan
     # cannot account for every "[[" (a run of `[`), so it is not tried
     if text.count("[[ ## ") >= opens:
-        headers = list(matcher.exact_header_re.finditer(text))
+        headers = list(islice(matcher.exact_header_re.finditer(text), MAX_HEADERS + 1))
     if len(headers) != opens:
         headers = find_headers(text)
+    over = len(headers) > MAX_HEADERS  # the scans stopped: there may be more headers after these
     # `[[ ## name ## ]]` in backticks is a mention inside prose (an echoed instruction), not a header
     headers = [m for m in headers if not _quoted(text, m.start(), m.end())]
     out.headers = len(headers)
+    if over:
+        headers = headers[:MAX_HEADERS]
     for i, match in enumerate(headers):
         written = match.group("name")
         name = matcher.match(written)
         if name is None and written.strip().lower() == "completed":
             out.completed = True
             break
+        if over and i + 1 == len(headers):  # no completed marker among the first MAX_HEADERS
+            return Sections(headers=out.headers, note=_OVER_HEADERS)
         if name is None:
             continue  # an echoed input or an unknown section: it only ends the previous one
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
@@ -192,9 +214,21 @@ def find_sections(text: str, matcher: FieldMatcher) -> Sections:
     return out
 
 
+# Work bound: labels are the loosest format, read only when no header, JSON or XML answer is found;
+# the label patterns are tried at every line start (and the engine checks `^` at every
+# position: ~20 ms a MB, ~0.6 µs a short line), so a longer text is not read as labels
+MAX_LABEL_CHARS = 100_000
+_OVER_LABEL_CHARS = (
+    f"the text is over {MAX_LABEL_CHARS:,} characters, too long to read `field: value` labels in"
+)
+
+
 def find_labels(text: str, matcher: FieldMatcher) -> Sections:
     """``**field**: value`` / ``field: value`` / ``## field`` labels at line starts (no brackets)."""
     out = Sections()
+    if len(text) > MAX_LABEL_CHARS:
+        out.note = _OVER_LABEL_CHARS
+        return out
     marks: list[tuple[int, int, str]] = []
     for regex_ in (_LABEL_RE, _HEADING_RE):
         for match in regex_.finditer(text):

@@ -20,9 +20,10 @@ import regex
 
 from sigform.adapters.brace_scan import MAX_TOKENS, object_spans
 from sigform.adapters.names import FieldMatcher, norm_name
+from sigform.adapters.recent_scan import RecentText
 from sigform.types.json_text import MAX_REPAIR_CHARS, JSONTextError, parse_json_text
 
-__all__ = ["JSONFind", "find_json_object", "read_pairs"]
+__all__ = ["NOT_JSON", "JSONFind", "find_json_object", "read_pairs", "strict_json"]
 
 _FENCE_LINE_RE = regex.compile(r"^[ \t]*```[^\n`]*$", regex.MULTILINE)
 _PLACEHOLDER_RE = regex.compile(
@@ -59,6 +60,24 @@ class JSONFind:
     problem: str | None = None  # why a candidate could not be read (cut off, ...)
 
 
+NOT_JSON = object()  # what a strict read that failed returns (None is JSON's null)
+_NOT_JSON_TEXT = RecentText()
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads`` with :func:`read_pairs`, or ``NOT_JSON``. The last text that failed is
+    remembered: one answer's whole text can be tried up to five times (the JSON fast path, as is,
+    as the only object, as an object that never closes, then by a fallback adapter), and a failing
+    read of 1 MB costs ~15 ms each time."""
+    if text in _NOT_JSON_TEXT:
+        return NOT_JSON
+    try:
+        return json.loads(text, object_pairs_hook=read_pairs)
+    except (ValueError, RecursionError):
+        _NOT_JSON_TEXT.remember(text)
+        return NOT_JSON
+
+
 class _Reader:
     """Reads candidate spans: strict JSON always, json-repair within one budget per answer.
 
@@ -70,15 +89,14 @@ class _Reader:
         self.budget = 2 * MAX_REPAIR_CHARS  # characters json-repair may still read for this text
 
     def read(self, span: str) -> tuple[Any, str | None]:
+        value = strict_json(span)
+        if value is not NOT_JSON:
+            return value, None
+        if len(span) > self.budget:  # strict JSON only, and that just failed
+            return None, "the value is not valid JSON (no repair budget left for this answer)"
+        self.budget -= len(span)
         try:
-            return json.loads(span, object_pairs_hook=read_pairs), None
-        except (ValueError, RecursionError):
-            pass
-        repair = len(span) <= self.budget
-        if repair:
-            self.budget -= len(span)
-        try:
-            return parse_json_text(span, repair=repair), None
+            return parse_json_text(span, repair=True), None
         except JSONTextError as exc:
             return None, str(exc)
 
@@ -98,20 +116,22 @@ def _candidates(text: str, reader: _Reader) -> tuple[list[Any], str | None]:
         if isinstance(inner, str) and inner.strip()[:1] == "{":
             stripped = text = inner.strip()
     if stripped[:1] in "{[":
-        try:
-            value = json.loads(stripped, object_pairs_hook=read_pairs)
-        except (ValueError, RecursionError):
+        value = strict_json(stripped)
+        if value is NOT_JSON:
             # a repaired read of the whole text is only trusted when it holds one top-level
             # object: json-repair reads `{answer} prose {template}` as the *last* object
-            value = reader.read(stripped)[0] if _single_object(stripped) else None
+            value = reader.read(stripped)[0] if _single_object(text) else None
         if isinstance(value, dict) or (isinstance(value, list) and value and isinstance(value[0], dict)):
             return [value], None
     body = _FENCE_LINE_RE.sub("", text) if "```" in text else text
-    spans = object_spans(body) or object_spans(body, loose=True)
+    spans = object_spans(body)
+    if not spans and spans.complete:
+        spans = object_spans(body, loose=True)
+    if not spans.complete:
+        # objects after the bound could change the choice (a later one wins): none is read
+        return [], f"the text has over {MAX_TOKENS:,} braces and strings; it was not read as JSON"
     out: list[Any] = []
     problem: str | None = None
-    if not spans.complete:
-        problem = f"the text has over {MAX_TOKENS:,} braces and strings; the rest was not searched"
     for start, end in spans:
         value, why = reader.read(body[start:end])
         if value is not None:

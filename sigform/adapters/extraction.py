@@ -17,7 +17,7 @@ from sigform.adapters.chat_scan import BLANK_LINE_RE, find_labels, find_sections
 from sigform.adapters.extract_json import find_json_object
 from sigform.adapters.fields import CLOSED_KINDS, FieldView, kind_of
 from sigform.adapters.names import FieldMatcher
-from sigform.adapters.xml_scan import MAX_DEPTH, MAX_ELEMENTS, Element, decode_text, scan
+from sigform.adapters.xml_scan import MAX_DEPTH, MAX_ELEMENTS, MAX_LESS_THAN, Element, decode_text, scan
 
 __all__ = ["EXTRACTORS", "Extracted", "extract"]
 
@@ -45,14 +45,16 @@ def _chat(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extra
         blank = BLANK_LINE_RE.search(sections.values[last]) if view.kind in _TOKEN_KINDS else None
         if blank is not None:
             sections.values[last] = sections.values[last][: blank.start()].rstrip()
-    return Extracted(sections.values, sections.conflicts, fmt="chat", completed=sections.completed)
+    return Extracted(
+        sections.values, sections.conflicts, fmt="chat", completed=sections.completed, note=sections.note
+    )
 
 
 def _labels(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extracted:
     if has_header(text):  # labels count only where no bracket header is used
         return Extracted(fmt="labels")
     sections = find_labels(text, matcher)
-    return Extracted(sections.values, sections.conflicts, fmt="labels")
+    return Extracted(sections.values, sections.conflicts, fmt="labels", note=sections.note)
 
 
 def _json(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extracted:
@@ -95,9 +97,11 @@ def _generic(el: Element, text: str) -> Any:
     return [_generic(c, text) for c in el.children]
 
 
-def element_value(el: Element, text: str, annotation: Any) -> Any:
-    """The raw value of an element, guided by the annotation it must become."""
-    kind, _ = kind_of(annotation)
+def element_value(el: Element, text: str, annotation: Any, kind: str | None = None) -> Any:
+    """The raw value of an element, guided by the annotation it must become (of ``kind``, when
+    the caller knows it)."""
+    if kind is None:
+        kind, _ = kind_of(annotation)
     if el.self_closing:
         return dict(el.attrs) if el.attrs and kind in ("model", "dict", "other") else None
     if kind == "list" and el.children:
@@ -133,7 +137,12 @@ def _xml(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extrac
     by_name = {v.name: v for v in views}
     root = scan(text)
     if not root.complete:
-        out.note = f"the text has over {MAX_ELEMENTS:,} tags or nests over {MAX_DEPTH} deep; the rest is text"
+        # what lies past the bound could hold another value for a field: nothing is read
+        out.note = (
+            f"the text has over {MAX_ELEMENTS:,} tags, over {MAX_LESS_THAN:,} `<` or nests over "
+            f"{MAX_DEPTH} deep; it was not read as XML"
+        )
+        return out
     level = root.children
     while level and len(out.values) < len(by_name):
         next_level: list[Element] = []
@@ -146,7 +155,7 @@ def _xml(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extrac
             view = by_name[name]
             if not el.closed and el.end == len(text) and view.kind not in CLOSED_KINDS:
                 out.problems[name] = "the value is cut off (its closing tag never comes)"
-            value = element_value(el, text, view.annotation)
+            value = element_value(el, text, view.annotation, view.kind)
             if name in claimed and claimed[name] != value:
                 if value not in (None, "") and claimed[name] not in (None, ""):
                     out.conflicts.setdefault(name, [claimed[name]]).append(value)
@@ -178,5 +187,7 @@ def extract(text: str, views: Sequence[FieldView], matcher: FieldMatcher, order:
             return found
         if first is None:
             first = found
+        elif not first.note:
+            first.note = found.note  # why a later format could not read the text either
     assert first is not None
     return first

@@ -23,12 +23,11 @@ or error) is always the one the full parser gives (tested against it).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from sigform.adapters.chat_scan import restore_markers
-from sigform.adapters.extract_json import read_pairs
+from sigform.adapters.extract_json import NOT_JSON, strict_json
 from sigform.adapters.fields import FieldView
 from sigform.adapters.names import FieldMatcher
 from sigform.types.coercion import FieldCoercer
@@ -93,9 +92,8 @@ class JSONParsePlan:
         text = text.strip()
         if text[:1] != "{":
             return None
-        try:
-            obj = json.loads(text, object_pairs_hook=read_pairs)  # the full parser's read, conflicts kept
-        except (ValueError, RecursionError):
+        obj = strict_json(text)  # the full parser's read, conflicts kept
+        if obj is NOT_JSON:
             return None
         # every object json.loads builds here comes from read_pairs, with its `conflicts`
         if not isinstance(obj, dict) or getattr(obj, "conflicts", None) or obj.keys() != self.names:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-__all__ = ["RecentScan", "forget_recent_scans"]
+__all__ = ["RecentScan", "RecentText", "forget_recent_scans"]
 
 T = TypeVar("T")
-_ALL: list[RecentScan[object]] = []  # every instance (module-level scans: a fixed few)
+_ALL: list[RecentScan[object] | RecentText] = []  # every instance (module-level: a fixed few)
 
 
 def forget_recent_scans() -> None:
@@ -42,3 +42,20 @@ class RecentScan(Generic[T]):
         result = self._scan(text)
         self._last = (text, result)
         return result
+
+
+class RecentText:
+    """One remembered text (the last one a check failed on): ``text in recent``, ``remember(text)``."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: str | None = None
+        _ALL.append(self)
+
+    def __contains__(self, text: str) -> bool:
+        last = self._last
+        return last is not None and (last is text or last == text)
+
+    def remember(self, text: str) -> None:
+        self._last = text
