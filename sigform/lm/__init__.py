@@ -11,6 +11,7 @@ from sigform.lm.credentials import Credential, CredentialError
 from sigform.lm.history import HistoryEntry, global_history, inspect_history
 from sigform.lm.interface import Completion, LMProtocol, ToolCall, Usage
 from sigform.lm.model import LM, ParameterWarning
+from sigform.lm.options import LMOptions
 from sigform.lm.params import ParameterError, ParamSpec
 from sigform.lm.retry import RetryPolicy
 from sigform.lm.streaming import StreamDelta
@@ -21,6 +22,7 @@ __all__ = [
     "Credential",
     "CredentialError",
     "HistoryEntry",
+    "LMOptions",
     "LMProtocol",
     "ParamSpec",
     "ParameterError",

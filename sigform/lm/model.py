@@ -13,9 +13,9 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sigform import hooks
 from sigform.conversation.prompt_cache import mark_prefix
@@ -27,6 +27,7 @@ from sigform.lm.credentials import Credential, is_secret_header, is_secret_name,
 from sigform.lm.history import HistoryEntry, inspect_history, record
 from sigform.lm.interface import Completion, Usage
 from sigform.lm.model_names import check_model_name
+from sigform.lm.options import LMOptions
 from sigform.lm.params import BASE_SPECS, ParameterError, ParamSpec, nest_dotted
 from sigform.lm.request import Request, cache_key, response_format_dict
 from sigform.lm.retry import RetryPolicy, check_limits
@@ -63,6 +64,7 @@ _CONNECTION = frozenset(
 # JSON-adapter mode that still counts as having them
 _DISCOVERED = {"json_schema": "json_schema", "json_object": "json_object"}
 _CONTROL = frozenset({"cache", "num_retries", "timeout", "headers", "prompt_cache", "prune"})
+_OPTION_NAMES = LMOptions.names()
 
 
 logger = logging.getLogger("sigform.lm")
@@ -112,31 +114,6 @@ class _Prepared:
     policy: RetryPolicy
 
 
-class _Unset:
-    """An option not given to ``LM(...)`` (its default applies, or the configured LM's value)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<default>"
-
-
-_UNSET: Any = _Unset()
-# LM options and their defaults (an LM built without a model takes the configured LM's instead)
-_OPTION_DEFAULTS: dict[str, Any] = {
-    "cache": True,
-    "num_retries": 3,
-    "timeout": None,
-    "fast_path": None,
-    "strict": False,
-    "callbacks": None,
-    "history_size": 1000,
-    "retry_delay": 0.5,
-    "headers": None,
-    "capabilities": None,
-}
-
-
 class LM:
     """A language model: ``lm(messages, **kw) -> list[Completion]``, ``await lm.acall(...)``.
 
@@ -150,13 +127,10 @@ class LM:
     :mod:`sigform.lm.credentials`). Other keyword arguments are request defaults (``temperature``,
     ``max_tokens``, ...), validated against :attr:`param_schema`.
 
-    ``cache`` turns the response cache on or off for this LM (per call: ``lm(..., cache=False)``);
-    ``num_retries`` bounds retries of retryable failures; ``fast_path`` picks the openai-SDK route
-    for OpenAI-compatible endpoints (None = automatic); ``strict`` turns "setting does not apply"
-    warnings into errors; ``callbacks`` are :class:`sigform.hooks.Callback` objects for this LM.
-    Option defaults: ``cache=True``, ``num_retries=3``, ``timeout=None``, ``fast_path=None``,
-    ``strict=False``, ``history_size=1000``, ``retry_delay=0.5``, no callbacks, headers or
-    capability overrides.
+    sigform's own settings (``cache``, ``num_retries``, ``timeout``, ``fast_path``, ``strict``,
+    ``callbacks``, ``history_size``, ``retry_delay``, ``headers``, ``capabilities``,
+    ``prompt_cache``, ``prune``) are the fields of :class:`~sigform.lm.options.LMOptions`, given as
+    keyword arguments or as ``options=``; ``lm.options`` holds them.
 
     With no ``max_tokens`` set on the LM, the program or the call, adapters send one derived from
     the signature (see :mod:`sigform.adapters.output_limit`); ``max_tokens=None`` sends none.
@@ -164,6 +138,8 @@ class LM:
 
     # read by adapters: requests without a limit get one derived from the signature
     default_output_limit = True
+    _api_base: Credential | None
+    _api_key: Credential | None
 
     def __init__(
         self,
@@ -171,59 +147,25 @@ class LM:
         *,
         api_base: Any = None,
         api_key: Any = None,
-        cache: bool = _UNSET,
-        num_retries: int = _UNSET,
-        timeout: float | None = _UNSET,
-        fast_path: bool | None = _UNSET,
-        strict: bool = _UNSET,
-        callbacks: Sequence[hooks.Callback] | None = _UNSET,
-        history_size: int = _UNSET,
-        retry_delay: float = _UNSET,
-        headers: Mapping[str, str] | None = _UNSET,
-        capabilities: Mapping[str, bool] | None = _UNSET,
+        options: LMOptions | None = None,
         **kwargs: Any,
     ) -> None:
-        given = {
-            name: value
-            for name, value in (
-                ("cache", cache),
-                ("num_retries", num_retries),
-                ("timeout", timeout),
-                ("fast_path", fast_path),
-                ("strict", strict),
-                ("callbacks", callbacks),
-                ("history_size", history_size),
-                ("retry_delay", retry_delay),
-                ("headers", headers),
-                ("capabilities", capabilities),
-            )
-            if value is not _UNSET
-        }
+        given = LMOptions.take(kwargs)  # the rest are request defaults and connection settings
         if model is None:
             configured = get_setting("lm")
             if isinstance(configured, LM) and configured is not self:
                 # a copy of the configured LM, whole, with the arguments given here over it
-                inherited = configured._copy_args()
-                model = inherited.pop("model")
-                api_base = api_base if api_base is not None else inherited.pop("api_base")
-                api_key = api_key if api_key is not None else inherited.pop("api_key")
-                inherited.pop("api_base", None)
-                inherited.pop("api_key", None)
-                for name in _OPTION_DEFAULTS:
-                    value = inherited.pop(name)
-                    given.setdefault(name, value)
-                kwargs = {**inherited, **kwargs}
+                model = configured.model
+                api_base = api_base if api_base is not None else configured._api_base
+                api_key = api_key if api_key is not None else configured._api_key
+                kwargs = {**configured._connection, **configured.kwargs, **kwargs}
+                options = options or configured.options
             else:
                 model = "local"
                 _default_model_notice()
-        options = {**_OPTION_DEFAULTS, **given}
-        cache, num_retries, timeout = options["cache"], options["num_retries"], options["timeout"]
-        fast_path, strict, callbacks = options["fast_path"], options["strict"], options["callbacks"]
-        history_size, retry_delay = options["history_size"], options["retry_delay"]
-        headers, capabilities = options["headers"], options["capabilities"]
+        options = (options or LMOptions()).updated(given)
         if not isinstance(model, str) or not model:
             raise TypeError(f"LM model must be a non-empty string like 'openai/gpt-4o-mini', got {model!r}")
-        check_limits(num_retries=num_retries, timeout=timeout, retry_delay=retry_delay)
         check_model_name(model, api_base_given=api_base is not None)  # offline: typos fail here
         self.model: str = model
         self._api_base = Credential("api_base", api_base, secret=False) if api_base is not None else None
@@ -231,7 +173,8 @@ class LM:
         self._connection: dict[str, Credential] = {}
         defaults: dict[str, Any] = {}
         if "extra_headers" in kwargs:  # litellm's name for headers: they may carry credentials
-            headers = {**_header_dict(kwargs.pop("extra_headers")), **(headers or {})}
+            headers = {**_header_dict(kwargs.pop("extra_headers")), **options.headers}
+            options = replace(options, headers=headers)
         for name, value in kwargs.items():
             if name in _CONNECTION or is_secret_name(name):
                 self._connection[name] = Credential(name, value)
@@ -241,26 +184,15 @@ class LM:
             spec = BASE_SPECS.get(name)
             if spec is not None:
                 spec.validate(value, model)
-        # sigform options, never request parameters (see sigform.conversation)
-        self.prompt_cache: bool | None = defaults.pop("prompt_cache", None)
-        self.prune: Any = defaults.pop("prune", None)
+        self.options: LMOptions = options
         self.kwargs: dict[str, Any] = defaults
-        self.cache = cache
-        self.num_retries = num_retries
-        self.timeout = timeout
-        self.fast_path = fast_path
-        self.strict = strict
-        self.callbacks: list[hooks.Callback] = list(callbacks or ())
-        self.retry_delay = retry_delay
-        self.headers: dict[str, str] = dict(headers or {})
-        self.capabilities: dict[str, bool] = dict(capabilities or {})
-        self.history: deque[HistoryEntry] = deque(maxlen=history_size)
+        self.history: deque[HistoryEntry] = deque(maxlen=options.history_size)
         self._route: Route | None = None
         self._warned: set[str] = set()
         self._usage = Usage()
         self._lock = threading.Lock()
         self.stats: dict[str, int] = {"calls": 0, "cache_hits": 0, "errors": 0}
-        if may_use_sdk(model, self._api_base is not None, fast_path):
+        if may_use_sdk(model, self._api_base is not None, options.fast_path):
             warm_up_sdk()  # the SDK loads while the program does whatever comes next
 
     # -- description -----------------------------------------------------------------------
@@ -315,32 +247,31 @@ class LM:
         return lm.copy(**overrides) if overrides else lm
 
     def copy(self, **overrides: Any) -> LM:
-        """A new LM with the same settings (credentials included) and ``overrides`` applied."""
-        args = self._copy_args()
-        args.update(overrides)
-        return type(self)(**args)
-
-    def _copy_args(self) -> dict[str, Any]:
-        """Every constructor argument that rebuilds this LM (a fresh history and usage)."""
-        return {
+        """A new LM with the same settings (credentials included) and ``overrides`` applied
+        (a fresh history and usage)."""
+        args: dict[str, Any] = {
             "model": self.model,
             "api_base": self._api_base,
             "api_key": self._api_key,
-            "cache": self.cache,
-            "num_retries": self.num_retries,
-            "timeout": self.timeout,
-            "fast_path": self.fast_path,
-            "strict": self.strict,
-            "callbacks": list(self.callbacks),
-            "history_size": self.history.maxlen,
-            "retry_delay": self.retry_delay,
-            "headers": dict(self.headers),
-            "capabilities": dict(self.capabilities),
-            "prompt_cache": self.prompt_cache,
-            "prune": self.prune,
+            "options": self.options,
             **self._connection,
             **self.kwargs,
         }
+        args.update(overrides)
+        return type(self)(**args)
+
+    if not TYPE_CHECKING:  # typed access is ``lm.options.<name>``; this keeps ``lm.<name>`` working
+
+        def __getattr__(self, name: str) -> Any:
+            options = self.__dict__.get("options")
+            if options is not None and name in _OPTION_NAMES:
+                return getattr(options, name)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name in _OPTION_NAMES:  # ``lm.cache = False`` sets the option
+                value, name = self.options.updated({name: value}), "options"
+            object.__setattr__(self, name, value)
 
     def inspect_history(self, n: int = 1) -> None:
         """Print this LM's last ``n`` calls."""
@@ -356,14 +287,15 @@ class LM:
         rejects them (``json_schema`` and ``json_object`` answer True unless this endpoint turned
         that mode down before, in this process or, on record, in another: see
         :mod:`sigform.lm.capabilities`); its other features answer conservatively."""
-        if feature in self.capabilities:
-            return bool(self.capabilities[feature])
+        if feature in self.options.capabilities:
+            return bool(self.options.capabilities[feature])
         from sigform.lm.routing import fast_path_eligible
 
         api_base = self._api_base.get() if self._api_base is not None else None
         if self.model == "local":
             return feature in ("json_schema", "json_object", "stop")
-        if self.fast_path or (self.fast_path is None and fast_path_eligible(self.model, api_base)):
+        fast_path = self.options.fast_path
+        if fast_path or (fast_path is None and fast_path_eligible(self.model, api_base)):
             if feature in _DISCOVERED:
                 from sigform.lm import capabilities
 
@@ -381,7 +313,7 @@ class LM:
         route = self._route
         if route is None:
             api_base = self._api_base.get() if self._api_base is not None else None
-            route = self._route = resolve_route(self.model, api_base, self.fast_path)
+            route = self._route = resolve_route(self.model, api_base, self.options.fast_path)
         return route
 
     def _current_route(self) -> Route:
@@ -431,7 +363,7 @@ class LM:
                 out[name] = value
                 continue
             reason = spec.condition if spec.applies else f"`{name}` is {spec.condition}"
-            if self.strict:
+            if self.options.strict:
                 raise ParameterError(f"setting `{name}`={value!r} does not apply: {reason}")
             if name not in self._warned:
                 self._warned.add(name)
@@ -455,7 +387,7 @@ class LM:
             control["headers"] = {**extra, **(control.get("headers") or {})}
         api_key, connection = self._call_credentials(kwargs) if kwargs else (self._api_key, self._connection)
         route = self._current_route()
-        if control.get("prompt_cache", self.prompt_cache):  # adapters mark system+demos themselves
+        if control.get("prompt_cache", self.options.prompt_cache):  # adapters mark system+demos themselves
             messages = mark_prefix(messages, _leading_system(messages), route.provider, route.model)
         params = self._filter(route, {**self.kwargs, **kwargs} if self.kwargs else kwargs)
         # programs number their attempts (BestOfN, Refine) so each gets its own cache entry; the
@@ -468,11 +400,11 @@ class LM:
             if isinstance(params.get(name), tuple):
                 params[name] = list(params[name])
         params = nest_dotted(params)
-        timeout = control.get("timeout", self.timeout)
-        num_retries = control.get("num_retries", self.num_retries)
+        timeout = control.get("timeout", self.options.timeout)
+        num_retries = control.get("num_retries", self.options.num_retries)
         if "timeout" in control or "num_retries" in control:
             check_limits(num_retries=num_retries, timeout=timeout)
-        headers = {**self.headers, **control["headers"]} if control.get("headers") else dict(self.headers)
+        headers = {**self.options.headers, **(control.get("headers") or {})}
         request = Request(
             route.model,
             route.provider,
@@ -486,7 +418,7 @@ class LM:
         )
         use_cache = control.get("cache")
         if use_cache is None:
-            use_cache = self.cache and get_setting("cache", True)
+            use_cache = self.options.cache and get_setting("cache", True)
         key = None
         if use_cache:
             keyed = request.with_n(n)
@@ -494,7 +426,7 @@ class LM:
                 keyed.api_base = None  # a moving endpoint (local server port) is not its identity
             key = cache_key(keyed, rollout_id=rollout_id)
         return _Prepared(
-            route, request, n, key, RetryPolicy(num_retries=num_retries, base_delay=self.retry_delay)
+            route, request, n, key, RetryPolicy(num_retries=num_retries, base_delay=self.options.retry_delay)
         )
 
     # -- lifecycle helpers -----------------------------------------------------------------
@@ -506,7 +438,7 @@ class LM:
         shown = {k: "***" if is_secret_header(k) else v for k, v in req.headers.items()}
         event = hooks.emit(
             "request",
-            callbacks=self.callbacks,
+            callbacks=self.options.callbacks,
             lm=self,
             model=self.model,
             provider=req.provider,
@@ -547,7 +479,7 @@ class LM:
         self._record(prep, latency, params=params, completions=completions, usage=usage, cache_hit=cache_hit)
         hooks.emit(
             "response",
-            callbacks=self.callbacks,
+            callbacks=self.options.callbacks,
             lm=self,
             model=self.model,
             provider=req.provider,
@@ -604,7 +536,7 @@ class LM:
         )
         hooks.emit(
             "error",
-            callbacks=self.callbacks,
+            callbacks=self.options.callbacks,
             lm=self,
             model=self.model,
             provider=req.provider,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sigform.errors import ProgramStateError
 from sigform.lm.credentials import Credential, is_secret_name, strip_url_credentials, url_secrets
+from sigform.lm.options import LMOptions
 from sigform.lm.params import BASE_SPECS
 
 if TYPE_CHECKING:
@@ -31,15 +32,8 @@ __all__ = ["IGNORED_KEY", "SavedStateWarning", "lm_from_state", "lm_state", "req
 IGNORED_KEY = "sk-no-key-required"  # sent instead of any ambient key to an endpoint a file named
 # connection settings a file may set (as literals): none of them is a secret or an address
 _SAFE_CONNECTION = frozenset({"api_version", "organization", "project", "region_name", "aws_region_name"})
-# sigform options a saved LM may carry, with the types they must have
-_OPTIONS: dict[str, tuple[type, ...]] = {
-    "cache": (bool,),
-    "num_retries": (int,),
-    "timeout": (int, float, type(None)),
-    "fast_path": (bool, type(None)),
-    "strict": (bool,),
-    "prompt_cache": (bool, type(None)),
-}
+# sigform options a saved LM may carry: (saved always or only when set, the types a value may have)
+_OPTIONS = LMOptions.saved_fields()
 # per-predictor options a saved program may carry besides request parameters
 _PREDICTOR_CONTROL = frozenset({"cache", "num_retries", "timeout", "prompt_cache", "rollout_id"})
 
@@ -67,12 +61,10 @@ def lm_state(lm: LM) -> dict[str, Any]:
     }
     if conn:
         state["connection"] = conn
-    for name in ("cache", "num_retries", "timeout", "fast_path", "strict"):
-        state[name] = getattr(lm, name)
-    if lm.capabilities:
-        state["capabilities"] = dict(lm.capabilities)
-    if lm.prompt_cache is not None:
-        state["prompt_cache"] = lm.prompt_cache
+    for name, (how, _) in _OPTIONS.items():
+        value = getattr(lm.options, name)
+        if how == "always" or (value is not None and value != {}):
+            state[name] = dict(value) if isinstance(value, Mapping) else value
     return state
 
 
@@ -117,7 +109,7 @@ def request_options(config: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def _option(state: Mapping[str, Any], name: str, where: str) -> Any:
     value = state[name]
-    types = _OPTIONS[name]
+    types = _OPTIONS[name][1]
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
     if ok and isinstance(value, float) and not math.isfinite(value):
         ok = False
@@ -146,7 +138,7 @@ def lm_from_state(state: Mapping[str, Any], *, where: str = "lm", api_key: Any =
         )
     args: dict[str, Any] = {}
     for name in _OPTIONS:
-        if name in state:
+        if name in state and name != "capabilities":  # capabilities: checked below
             args[name] = _option(state, name, where)
     capabilities = state.get("capabilities")
     if capabilities is not None:
