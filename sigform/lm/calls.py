@@ -15,11 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 from sigform.errors import ProviderError
-from sigform.lm.errors_map import map_exception
 from sigform.lm.interface import Completion, Usage
 from sigform.lm.request import Request
 from sigform.lm.response import parse_choices, parse_usage
-from sigform.lm.retry import RetryPolicy
+from sigform.lm.retry import Attempts, RetryPolicy
 from sigform.lm.routing import Route, explained, rebased
 
 __all__ = ["acomplete_n", "atop_up", "complete_n", "top_up"]
@@ -38,39 +37,29 @@ Parsed = tuple[list[Completion], Usage]
 
 
 def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str) -> Parsed:
-    attempt = 0
+    attempts = Attempts(policy, label)
     while True:
         try:  # parsed inside the retry loop: a malformed 200 is retried like a 5xx
             return _parse(route, route.backend.complete(req))
         except Exception as exc:
-            err = map_exception(exc, model=label, secrets=req.known_secrets())
-            if err is exc:
-                raise
-            if not policy.should_retry(err, attempt):
-                break
-        time.sleep(policy.delay(err, attempt))
-        attempt += 1
+            wait = attempts.failed(exc, req.known_secrets())
+        if wait is None:
+            raise explained(route, attempts.error)  # outside the except block (see Attempts)
+        time.sleep(wait)
         req = rebased(route, req)
-    # raised outside the except block: the original exception (which may quote a secret) is
-    # neither the cause nor the context of the error users see
-    raise explained(route, err)
 
 
 async def _attempt_async(route: Route, req: Request, policy: RetryPolicy, label: str) -> Parsed:
-    attempt = 0
+    attempts = Attempts(policy, label)
     while True:
         try:
             return _parse(route, await route.backend.acomplete(req))
         except Exception as exc:
-            err = map_exception(exc, model=label, secrets=req.known_secrets())
-            if err is exc:
-                raise
-            if not policy.should_retry(err, attempt):
-                break
-        await asyncio.sleep(policy.delay(err, attempt))
-        attempt += 1
+            wait = attempts.failed(exc, req.known_secrets())
+        if wait is None:
+            raise explained(route, attempts.error)
+        await asyncio.sleep(wait)
         req = rebased(route, req)
-    raise explained(route, err)  # outside the except block, as above
 
 
 def _parse(route: Route, result: tuple[dict[str, Any], float | None]) -> Parsed:

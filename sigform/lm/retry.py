@@ -2,18 +2,24 @@
 
 Retryable means the mapped :class:`~sigform.errors.LMError` says so: rate limits, 5xx, timeouts
 and connection errors. Authentication, bad-request and context-window errors fail at once.
+
+:class:`Attempts` applies a :class:`RetryPolicy` to one request and decides without doing any I/O:
+every call path (a plain call, ``n`` top-ups, a stream; sync and async) sends, reports each failure
+to it and sleeps for the delay it returns, so the rules live here once.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from sigform.errors import LMError
+from sigform.lm.errors_map import map_exception
 
-__all__ = ["RetryPolicy", "check_limits"]
+__all__ = ["Attempts", "RetryPolicy", "check_limits"]
 
 
 def check_limits(*, num_retries: Any = 0, timeout: Any = None, retry_delay: Any = 0.0) -> None:
@@ -61,3 +67,37 @@ class RetryPolicy:
             return min(float(retry_after), self.max_retry_after)
         cap = min(self.max_delay, self.base_delay * (2**attempt))
         return random.uniform(0, cap)
+
+
+class Attempts:
+    """The attempts of one request under ``policy`` (``label`` names the model in errors).
+
+    After a failed attempt the caller calls :meth:`failed`: it gets the seconds to wait before the
+    next attempt, or None when there is none, and then raises :attr:`error` -- outside its
+    ``except`` block, so that the provider's exception (which may quote a secret) is neither the
+    cause nor the context of the error users see."""
+
+    __slots__ = ("error", "label", "number", "policy")
+    error: BaseException  # the last failure, as users see it (set by :meth:`failed`)
+
+    def __init__(self, policy: RetryPolicy, label: str) -> None:
+        self.policy = policy
+        self.label = label
+        self.number = 0  # 0-based attempt being made
+
+    def failed(self, exc: Exception, secrets: Iterable[str], *, repeatable: bool = True) -> float | None:
+        """Record ``exc`` as :attr:`error` (mapped to a sigform error, ``secrets`` scrubbed) and
+        return the wait before the next attempt, or None when this attempt was the last.
+        ``repeatable=False``: the attempt already delivered output (a stream's pieces), which a
+        retry would repeat. A sigform :class:`~sigform.errors.LMError` (a backend may raise one) is
+        the provider's failure; any other exception that is no provider failure (a bug) is
+        re-raised as is."""
+        error = map_exception(exc, model=self.label, secrets=secrets)
+        if error is exc and not isinstance(exc, LMError):
+            raise exc
+        self.error = error
+        if not repeatable or not self.policy.should_retry(error, self.number):
+            return None
+        delay = self.policy.delay(error, self.number)
+        self.number += 1
+        return delay
