@@ -13,6 +13,7 @@ import sigform as sf
 from sigform.hooks import Callback
 from sigform.lm import LM
 from sigform.lm.options import LMOptions
+from sigform.testing import ScriptedBackend
 
 # a value other than the default for every option
 NON_DEFAULT: dict[str, Any] = {
@@ -28,6 +29,7 @@ NON_DEFAULT: dict[str, Any] = {
     "capabilities": {"tools": True},
     "prompt_cache": True,
     "prune": False,
+    "backend": ScriptedBackend(["ok"]),
 }
 
 

@@ -14,18 +14,16 @@ import time
 import warnings
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sigform import hooks
 from sigform.conversation.prompt_cache import mark_prefix
-from sigform.conversation.report import active_report
 from sigform.errors import LMError
 from sigform.lm import calls
-from sigform.lm.cache import get_cache, scoped_key
-from sigform.lm.credentials import Credential, is_secret_header, is_secret_name, redact_url
-from sigform.lm.history import HistoryEntry, inspect_history, record
+from sigform.lm.credentials import Credential, is_secret_name
+from sigform.lm.history import HistoryEntry, inspect_history
 from sigform.lm.interface import Completion, Usage
+from sigform.lm.lifecycle import Call, Ledger
 from sigform.lm.model_names import check_model_name
 from sigform.lm.options import LMOptions
 from sigform.lm.params import BASE_SPECS, ParameterError, ParamSpec, nest_dotted
@@ -33,7 +31,7 @@ from sigform.lm.request import Request, cache_key, response_format_dict
 from sigform.lm.retry import RetryPolicy, check_limits
 from sigform.lm.routing import Route, current, resolve_route
 from sigform.lm.sdk_warmup import may_use_sdk, warm_up_sdk
-from sigform.lm.streaming import StreamAccumulator, StreamDelta
+from sigform.lm.streaming import StreamDelta
 from sigform.settings import get_setting
 
 __all__ = ["LM", "ParameterWarning"]
@@ -103,15 +101,6 @@ def _logged_somewhere(log: logging.Logger, level: int) -> bool:
 
 class ParameterWarning(UserWarning):
     """A request setting does not apply to the model and was dropped."""
-
-
-@dataclass
-class _Prepared:
-    route: Route
-    request: Request
-    n: int
-    key: str | None
-    policy: RetryPolicy
 
 
 class LM:
@@ -186,12 +175,9 @@ class LM:
                 spec.validate(value, model)
         self.options: LMOptions = options
         self.kwargs: dict[str, Any] = defaults
-        self.history: deque[HistoryEntry] = deque(maxlen=options.history_size)
+        self._ledger = Ledger(options.history_size)
         self._route: Route | None = None
         self._warned: set[str] = set()
-        self._usage = Usage()
-        self._lock = threading.Lock()
-        self.stats: dict[str, int] = {"calls": 0, "cache_hits": 0, "errors": 0}
         if may_use_sdk(model, self._api_base is not None, options.fast_path):
             warm_up_sdk()  # the SDK loads while the program does whatever comes next
 
@@ -210,7 +196,17 @@ class LM:
     @property
     def usage(self) -> Usage:
         """Tokens and cost of every provider call this LM made (cache hits excluded)."""
-        return self._usage
+        return self._ledger.usage
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """How many calls this LM finished, answered from the cache, and saw fail."""
+        return self._ledger.stats
+
+    @property
+    def history(self) -> deque[HistoryEntry]:
+        """This LM's last ``history_size`` calls."""
+        return self._ledger.history
 
     @property
     def api_base(self) -> str | None:
@@ -289,6 +285,10 @@ class LM:
         :mod:`sigform.lm.capabilities`); its other features answer conservatively."""
         if feature in self.options.capabilities:
             return bool(self.options.capabilities[feature])
+        backend = self.options.backend
+        if backend is not None:  # a given backend says what it supports (nothing, by default)
+            supports = getattr(backend, "supports", None)
+            return bool(supports(feature)) if callable(supports) else False
         from sigform.lm.routing import fast_path_eligible
 
         api_base = self._api_base.get() if self._api_base is not None else None
@@ -313,7 +313,8 @@ class LM:
         route = self._route
         if route is None:
             api_base = self._api_base.get() if self._api_base is not None else None
-            route = self._route = resolve_route(self.model, api_base, self.options.fast_path)
+            options = self.options
+            route = self._route = resolve_route(self.model, api_base, options.fast_path, options.backend)
         return route
 
     def _current_route(self) -> Route:
@@ -374,7 +375,10 @@ class LM:
                 )
         return out
 
-    def _prepare(self, messages: Any, kwargs: dict[str, Any]) -> _Prepared:
+    def prepare(self, messages: list[Message] | str, **kwargs: Any) -> Call:
+        """The call ``self(messages, **kwargs)`` would make, checked and built without any I/O
+        (invalid settings fail here); see :mod:`sigform.lm.lifecycle` for sending it."""
+        started = time.perf_counter()
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         elif not isinstance(messages, list) or not all(
@@ -425,160 +429,36 @@ class LM:
             if route.refresh is not None:
                 keyed.api_base = None  # a moving endpoint (local server port) is not its identity
             key = cache_key(keyed, rollout_id=rollout_id)
-        return _Prepared(
-            route, request, n, key, RetryPolicy(num_retries=num_retries, base_delay=self.options.retry_delay)
-        )
-
-    # -- lifecycle helpers -----------------------------------------------------------------
-
-    def _before(self, prep: _Prepared) -> list[Completion] | None:
-        """Emit the request event (may veto / add headers); return cached completions on a hit."""
-        req = prep.request
-        # hooks see credential headers masked; only what they add or change is sent
-        shown = {k: "***" if is_secret_header(k) else v for k, v in req.headers.items()}
-        event = hooks.emit(
-            "request",
-            callbacks=self.options.callbacks,
-            lm=self,
-            model=self.model,
-            provider=req.provider,
-            messages=req.messages,
-            params=req.params,
-            n=prep.n,
-            headers=dict(shown),
-            backend=prep.route.backend.name,
-        )
-        if event is not None and event.headers:
-            added = {k: v for k, v in event.headers.items() if shown.get(k) != v}
-            if added:
-                req.headers = {**req.headers, **added}
-        if prep.key is None:
-            return None
-        cache = get_cache()
-        prep.key = scoped_key(prep.key, req, cache)  # after the hooks: their headers count too
-        if prep.key is None:
-            return None
-        hit = cache.get(prep.key)
-        if hit is None:
-            return None
-        return [replace(c, usage=replace(c.usage, cache_hit=True)) for c in hit]
-
-    def _done(self, prep: _Prepared, completions: list[Completion], started: float, cache_hit: bool) -> None:
-        latency = time.perf_counter() - started
-        if not cache_hit and prep.key is not None:
-            get_cache().set(prep.key, completions)
-        usage = completions[0].usage if completions else Usage(cache_hit=cache_hit)
-        with self._lock:
-            self.stats["calls"] += 1
-            if cache_hit:
-                self.stats["cache_hits"] += 1
-            else:
-                self._usage = self._usage + usage
-        req = prep.request
-        params = {**req.params, "n": prep.n} if prep.n != 1 else dict(req.params)
-        self._record(prep, latency, params=params, completions=completions, usage=usage, cache_hit=cache_hit)
-        hooks.emit(
-            "response",
-            callbacks=self.options.callbacks,
-            lm=self,
-            model=self.model,
-            provider=req.provider,
-            messages=req.messages,
-            params=req.params,
-            completions=completions,
-            usage=usage,
-            cache_hit=cache_hit,
-            latency=latency,
-        )
-
-    def _record(
-        self,
-        prep: _Prepared,
-        latency: float,
-        *,
-        params: dict[str, Any],
-        completions: list[Completion],
-        usage: Usage,
-        cache_hit: bool,
-        error: str | None = None,
-    ) -> None:
-        """One history entry for a finished or failed call (secrets never reach ``params``)."""
-        req = prep.request
-        entry = HistoryEntry(
-            model=self.model,
-            provider=req.provider,
-            messages=[dict(m) for m in req.messages],
-            params=params,
-            completions=completions,
-            usage=usage,
-            cache_hit=cache_hit,
-            latency=latency,
-            backend=prep.route.backend.name,
-            error=error,
-            api_base=redact_url(req.api_base) if req.api_base else req.api_base,
-            prune_report=active_report(),
-        )
-        record(entry, self.history)
-
-    def _failed(self, prep: _Prepared, error: BaseException, started: float) -> None:
-        latency = time.perf_counter() - started
-        with self._lock:
-            self.stats["errors"] += 1
-        req = prep.request
-        self._record(
-            prep,
-            latency,
-            params=dict(req.params),
-            completions=[],
-            usage=Usage(),
-            cache_hit=False,
-            error=f"{type(error).__name__}: {error}",
-        )
-        hooks.emit(
-            "error",
-            callbacks=self.options.callbacks,
-            lm=self,
-            model=self.model,
-            provider=req.provider,
-            messages=req.messages,
-            params=req.params,
-            error=error,
-            latency=latency,
-        )
+        policy = RetryPolicy(num_retries=num_retries, base_delay=self.options.retry_delay)
+        return Call(self, route, request, n, key, policy, self._ledger, started)
 
     # -- calls -----------------------------------------------------------------------------
 
     def __call__(self, messages: list[Message] | str, **kwargs: Any) -> list[Completion]:
         """Send ``messages``; return ``n`` completions (default 1)."""
-        started = time.perf_counter()
-        prep = self._prepare(messages, kwargs)
-        cached = self._before(prep)
+        call = self.prepare(messages, **kwargs)
+        cached = call.before()
         if cached is not None:
-            self._done(prep, cached, started, cache_hit=True)
-            return cached
+            return call.done(cached, cache_hit=True)
         try:
-            completions = calls.complete_n(prep.route, prep.request, prep.n, prep.policy, self.model)
+            completions = calls.complete_n(call.route, call.request, call.n, call.policy, self.model)
         except LMError as exc:
-            self._failed(prep, exc, started)
+            call.failed(exc)
             raise
-        self._done(prep, completions, started, cache_hit=False)
-        return completions
+        return call.done(completions)
 
     async def acall(self, messages: list[Message] | str, **kwargs: Any) -> list[Completion]:
         """Async :meth:`__call__` (native async I/O, no thread per call)."""
-        started = time.perf_counter()
-        prep = self._prepare(messages, kwargs)
-        cached = self._before(prep)
+        call = self.prepare(messages, **kwargs)
+        cached = call.before()
         if cached is not None:
-            self._done(prep, cached, started, cache_hit=True)
-            return cached
+            return call.done(cached, cache_hit=True)
         try:
-            completions = await calls.acomplete_n(prep.route, prep.request, prep.n, prep.policy, self.model)
+            completions = await calls.acomplete_n(call.route, call.request, call.n, call.policy, self.model)
         except LMError as exc:
-            self._failed(prep, exc, started)
+            call.failed(exc)
             raise
-        self._done(prep, completions, started, cache_hit=False)
-        return completions
+        return call.done(completions)
 
     # -- streaming -------------------------------------------------------------------------
 
@@ -593,7 +473,7 @@ class LM:
         whole, one piece per field with their own ``index`` (see :mod:`sigform.lm.streaming_run`)."""
         from sigform.lm.streaming_run import run_stream
 
-        return run_stream(self, messages, kwargs)
+        return run_stream(self.prepare(messages, **kwargs))  # invalid settings fail here, not when iterated
 
     def astream(
         self, messages: list[Message] | str, **kwargs: Any
@@ -601,10 +481,7 @@ class LM:
         """Async :meth:`stream`."""
         from sigform.lm.streaming_run import arun_stream
 
-        return arun_stream(self, messages, kwargs)
-
-    def _accumulator(self, prep: _Prepared) -> StreamAccumulator:
-        return StreamAccumulator(model=prep.route.model, provider=prep.route.provider)
+        return arun_stream(self.prepare(messages, **kwargs))
 
 
 def _header_dict(value: Any) -> dict[str, str]:

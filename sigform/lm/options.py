@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from sigform import hooks
+from sigform.lm.backend import Backend
 from sigform.lm.retry import check_limits
 
 __all__ = ["LMOptions"]
@@ -39,7 +40,9 @@ class LMOptions:
     ``callbacks`` are :class:`sigform.hooks.Callback` objects for this LM; ``history_size`` bounds
     ``lm.history``; ``headers`` are sent with every request; ``capabilities`` override
     :meth:`LM.supports`; ``prompt_cache`` and ``prune`` are the defaults of the request options of
-    the same names (see :mod:`sigform.conversation`).
+    the same names (see :mod:`sigform.conversation`); ``backend`` sends the requests instead of the
+    one the model would get (see :mod:`sigform.lm.backend`; a test double:
+    :class:`sigform.testing.ScriptedBackend`).
     """
 
     cache: bool = field(default=True, metadata=_saved("always", bool))
@@ -54,6 +57,7 @@ class LMOptions:
     capabilities: Mapping[str, bool] = field(default_factory=dict, metadata=_saved("when set", Mapping))
     prompt_cache: bool | None = field(default=None, metadata=_saved("when set", bool, type(None)))
     prune: Any = None
+    backend: Backend | None = None
 
     def __post_init__(self) -> None:
         check_limits(num_retries=self.num_retries, timeout=self.timeout, retry_delay=self.retry_delay)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from sigform.errors import LMError, ProviderError
+from sigform.lm.backend import Backend
 from sigform.lm.params import ParamSpec, build_schema
 from sigform.lm.request import Request
 
@@ -43,7 +43,7 @@ _NON_CHAT_ROUTES = ("responses/",)
 class Route:
     """How requests for one LM are sent."""
 
-    backend: Any  # OpenAIBackend or LiteLLMBackend
+    backend: Backend  # the openai SDK's, litellm's, or the one given to the LM
     model: str  # the model string handed to the backend
     provider: str
     api_base: str | None
@@ -119,8 +119,15 @@ def speaks_chat_completions(model: str) -> bool:
     return True
 
 
-def resolve_route(model: str, api_base: str | None, fast_path: bool | None) -> Route:
-    """Pick the backend for ``model``; ``"local"`` starts (or finds) the embedded model server."""
+def resolve_route(
+    model: str, api_base: str | None, fast_path: bool | None, backend: Backend | None = None
+) -> Route:
+    """Pick the backend for ``model``; ``"local"`` starts (or finds) the embedded model server.
+    A ``backend`` given to the LM is used as it is, passed every setting, like an unknown
+    OpenAI-compatible server."""
+    if backend is not None:
+        named = _prefix(model) or "openai"
+        return Route(backend, model, named, api_base, build_schema(model, None), supports_n=True)
     provider = "local" if model == "local" else None
     send_model = model
     refresh: Callable[[], str] | None = None

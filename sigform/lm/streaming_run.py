@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from sigform.errors import ProviderError
 from sigform.lm import calls
-from sigform.lm.errors_map import map_exception
 from sigform.lm.interface import Completion
+from sigform.lm.request import Request
+from sigform.lm.retry import Attempts
 from sigform.lm.routing import explained, rebased
-from sigform.lm.streaming import StreamDelta
+from sigform.lm.streaming import StreamAccumulator, StreamDelta
 
 if TYPE_CHECKING:
-    from sigform.lm.model import LM, _Prepared
+    from sigform.lm.lifecycle import Call
 
 __all__ = ["arun_stream", "run_stream"]
 
@@ -49,17 +50,13 @@ def _json(value: Any) -> str:
     return json.dumps(value)
 
 
-def _finish(lm: LM, prep: _Prepared, completions: list[Completion], started: float) -> list[Completion]:
-    lm._done(prep, completions, started, cache_hit=False)
-    return completions
-
-
-def _streamed(lm: LM, prep: _Prepared, acc: Any) -> tuple[list[Completion], int]:
+def _streamed(call: Call, acc: StreamAccumulator) -> tuple[list[Completion], int]:
     """The stream's candidates (at most ``n``) and how many more are needed."""
-    completions = acc.completions()[: prep.n]
+    completions = acc.completions()[: call.n]
     if not completions:
-        raise ProviderError(f"{lm.model}: the provider streamed no choices", model=lm.model)
-    return completions, prep.n - len(completions)
+        model = call.lm.model
+        raise ProviderError(f"{model}: the provider streamed no choices", model=model)
+    return completions, call.n - len(completions)
 
 
 def _joined(streamed: list[Completion], extra: list[Completion]) -> list[Completion]:
@@ -68,111 +65,91 @@ def _joined(streamed: list[Completion], extra: list[Completion]) -> list[Complet
     return [replace(c, usage=total) for c in (*streamed, *extra)]
 
 
-def _stream_request(prep: _Prepared) -> Any:
+def _stream_request(call: Call) -> Request:
     # n only where the provider takes it; the rest is topped up after the stream
-    return prep.request.with_n(prep.n if prep.route.supports_n else None)
+    return call.request.with_n(call.n if call.route.supports_n else None)
 
 
-def run_stream(lm: LM, messages: Any, kwargs: dict[str, Any]) -> Iterator[StreamDelta | list[Completion]]:
-    started = time.perf_counter()
-    prep = lm._prepare(messages, kwargs)  # invalid settings fail here, before any I/O
-
-    def gen() -> Iterator[StreamDelta | list[Completion]]:
-        cached = lm._before(prep)
-        if cached is not None:
-            yield from _replay(cached)
-            lm._done(prep, cached, started, cache_hit=True)
-            yield cached
-            return
-        req = _stream_request(prep)
-        attempt = 0
-        failure: BaseException | None = None
-        while True:
-            acc = lm._accumulator(prep)
-            yielded = False
-            try:
-                for chunk in prep.route.backend.stream(req):
-                    for delta in acc.feed(chunk):
-                        yielded = True
-                        yield delta
-                break
-            except Exception as exc:
-                err = map_exception(exc, model=lm.model, secrets=req.known_secrets())
-                if err is exc:
-                    raise
-                if yielded or not prep.policy.should_retry(err, attempt):
-                    failure = explained(prep.route, err)
-                    break
-            time.sleep(prep.policy.delay(err, attempt))
-            attempt += 1
-            req = rebased(prep.route, req)
-        if failure is None:
-            try:
-                completions, missing = _streamed(lm, prep, acc)
-                if missing:
-                    extra = calls.top_up(prep.route, req, missing, prep.policy, lm.model)
-                    yield from _replay(extra, len(completions))
-                    completions = _joined(completions, extra)
-            except Exception as exc:  # already a mapped sigform error
-                failure = exc
-        if failure is not None:
-            lm._failed(prep, failure, started)
-            raise failure  # outside the except block: no secret-bearing context
-        yield _finish(lm, prep, completions, started)
-
-    return gen()
+def run_stream(call: Call) -> Iterator[StreamDelta | list[Completion]]:
+    """Drive the prepared ``call`` as a stream (see the module docstring)."""
+    cached = call.before()
+    if cached is not None:
+        yield from _replay(cached)
+        yield call.done(cached, cache_hit=True)
+        return
+    req = _stream_request(call)
+    attempts = Attempts(call.policy, call.lm.model)
+    failure: BaseException | None = None
+    while True:
+        acc = call.accumulator()
+        yielded = False
+        try:
+            for chunk in call.route.backend.stream(req):
+                for delta in acc.feed(chunk):
+                    yielded = True
+                    yield delta
+            break
+        except Exception as exc:
+            wait = attempts.failed(exc, req.known_secrets(), repeatable=not yielded)
+        if wait is None:
+            failure = explained(call.route, attempts.error)
+            break
+        time.sleep(wait)
+        req = rebased(call.route, req)
+    if failure is None:
+        try:
+            completions, missing = _streamed(call, acc)
+            if missing:
+                extra = calls.top_up(call.route, req, missing, call.policy, call.lm.model)
+                yield from _replay(extra, len(completions))
+                completions = _joined(completions, extra)
+        except Exception as exc:  # already a mapped sigform error
+            failure = exc
+    if failure is not None:
+        call.failed(failure)
+        raise failure  # outside the except block: no secret-bearing context
+    yield call.done(completions)
 
 
-def arun_stream(
-    lm: LM, messages: Any, kwargs: dict[str, Any]
-) -> AsyncIterator[StreamDelta | list[Completion]]:
-    started = time.perf_counter()
-    prep = lm._prepare(messages, kwargs)
-
-    async def gen() -> AsyncIterator[StreamDelta | list[Completion]]:
-        cached = lm._before(prep)
-        if cached is not None:
-            for delta in _replay(cached):
-                yield delta
-            lm._done(prep, cached, started, cache_hit=True)
-            yield cached
-            return
-        req = _stream_request(prep)
-        attempt = 0
-        failure: BaseException | None = None
-        while True:
-            acc = lm._accumulator(prep)
-            yielded = False
-            try:
-                async for chunk in prep.route.backend.astream(req):
-                    for delta in acc.feed(chunk):
-                        yielded = True
-                        yield delta
-                break
-            except Exception as exc:
-                err = map_exception(exc, model=lm.model, secrets=req.known_secrets())
-                if err is exc:
-                    raise
-                if yielded or not prep.policy.should_retry(err, attempt):
-                    failure = explained(prep.route, err)
-                    break
-            await asyncio.sleep(prep.policy.delay(err, attempt))
-            attempt += 1
-            req = rebased(prep.route, req)
-        completions: list[Completion] = []
-        if failure is None:
-            try:
-                completions, missing = _streamed(lm, prep, acc)
-                if missing:
-                    extra = await calls.atop_up(prep.route, req, missing, prep.policy, lm.model)
-                    for delta in _replay(extra, len(completions)):
-                        yield delta
-                    completions = _joined(completions, extra)
-            except Exception as exc:  # already a mapped sigform error
-                failure = exc
-        if failure is not None:
-            lm._failed(prep, failure, started)
-            raise failure  # outside the except block: no secret-bearing context
-        yield _finish(lm, prep, completions, started)
-
-    return gen()
+async def arun_stream(call: Call) -> AsyncIterator[StreamDelta | list[Completion]]:
+    """Async :func:`run_stream`."""
+    cached = call.before()
+    if cached is not None:
+        for delta in _replay(cached):
+            yield delta
+        yield call.done(cached, cache_hit=True)
+        return
+    req = _stream_request(call)
+    attempts = Attempts(call.policy, call.lm.model)
+    failure: BaseException | None = None
+    while True:
+        acc = call.accumulator()
+        yielded = False
+        try:
+            async for chunk in call.route.backend.astream(req):
+                for delta in acc.feed(chunk):
+                    yielded = True
+                    yield delta
+            break
+        except Exception as exc:
+            wait = attempts.failed(exc, req.known_secrets(), repeatable=not yielded)
+        if wait is None:
+            failure = explained(call.route, attempts.error)
+            break
+        await asyncio.sleep(wait)
+        req = rebased(call.route, req)
+    completions: list[Completion] = []
+    if failure is None:
+        try:
+            completions, missing = _streamed(call, acc)
+            if missing:
+                extra = await calls.atop_up(call.route, req, missing, call.policy, call.lm.model)
+                for delta in _replay(extra, len(completions)):
+                    yield delta
+                completions = _joined(completions, extra)
+        except Exception as exc:  # already a mapped sigform error
+            failure = exc
+    if failure is not None:
+        call.failed(failure)
+        raise failure  # outside the except block: no secret-bearing context
+    yield call.done(completions)

@@ -1,0 +1,195 @@
+"""One LM call from its prepared request to its recorded outcome: the lifecycle every path shares.
+
+:meth:`sigform.LM.prepare` checks and builds the request without any I/O and returns a
+:class:`Call`. Whatever sends it -- a plain call or a stream, sync or async -- then
+
+1. calls :meth:`Call.before`: the ``request`` hooks (which may veto it or add headers), then the
+   response cache; a hit is the answer and the call ends with ``done(..., cache_hit=True)``;
+2. sends :attr:`Call.request` through ``call.route.backend`` (retries: :class:`~sigform.lm.retry.Attempts`);
+3. ends with exactly one of :meth:`Call.done` (cache write, usage, stats, history, ``response``
+   hooks) or :meth:`Call.failed` (stats, history, ``error`` hooks).
+
+:class:`Ledger` is what an LM keeps about its calls: usage totals, counts and the history.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from sigform import hooks
+from sigform.conversation.report import active_report
+from sigform.lm.cache import get_cache, scoped_key
+from sigform.lm.credentials import is_secret_header, redact_url
+from sigform.lm.history import HistoryEntry, record
+from sigform.lm.interface import Completion, Usage
+from sigform.lm.request import Request
+from sigform.lm.retry import RetryPolicy
+from sigform.lm.routing import Route
+from sigform.lm.streaming import StreamAccumulator
+
+if TYPE_CHECKING:
+    from sigform.lm.model import LM
+
+__all__ = ["Call", "Ledger"]
+
+
+class Ledger:
+    """An LM's account of its calls: usage of provider calls (cache hits excluded), counts of
+    calls, cache hits and errors, and the last ``history_size`` history entries."""
+
+    def __init__(self, history_size: int) -> None:
+        self.history: deque[HistoryEntry] = deque(maxlen=history_size)
+        self.usage = Usage()
+        self.stats: dict[str, int] = {"calls": 0, "cache_hits": 0, "errors": 0}
+        self._lock = threading.Lock()
+
+    def finished(self, usage: Usage, cache_hit: bool) -> None:
+        with self._lock:
+            self.stats["calls"] += 1
+            if cache_hit:
+                self.stats["cache_hits"] += 1
+            else:
+                self.usage = self.usage + usage
+
+    def errored(self) -> None:
+        with self._lock:
+            self.stats["errors"] += 1
+
+
+@dataclass(eq=False)
+class Call:
+    """One prepared call of ``lm`` (see the module docstring). ``request`` is what will be sent
+    (credentials unresolved until sent), ``n`` the candidates asked for, ``key`` the response-cache
+    key (None: not cached), ``policy`` the retry policy and ``started`` when the call began."""
+
+    lm: LM
+    route: Route
+    request: Request
+    n: int
+    key: str | None
+    policy: RetryPolicy
+    ledger: Ledger
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def callbacks(self) -> Any:
+        return self.lm.options.callbacks
+
+    def before(self) -> list[Completion] | None:
+        """Emit the ``request`` event (it may veto the call or add headers); return the cached
+        completions on a cache hit, else None."""
+        req = self.request
+        # hooks see credential headers masked; only what they add or change is sent
+        shown = {k: "***" if is_secret_header(k) else v for k, v in req.headers.items()}
+        event = hooks.emit(
+            "request",
+            callbacks=self.callbacks,
+            lm=self.lm,
+            model=self.lm.model,
+            provider=req.provider,
+            messages=req.messages,
+            params=req.params,
+            n=self.n,
+            headers=dict(shown),
+            backend=self.route.backend.name,
+        )
+        if event is not None and event.headers:
+            added = {k: v for k, v in event.headers.items() if shown.get(k) != v}
+            if added:
+                req.headers = {**req.headers, **added}
+        if self.key is None:
+            return None
+        cache = get_cache()
+        self.key = scoped_key(self.key, req, cache)  # after the hooks: their headers count too
+        if self.key is None:
+            return None
+        hit = cache.get(self.key)
+        if hit is None:
+            return None
+        return [replace(c, usage=replace(c.usage, cache_hit=True)) for c in hit]
+
+    def done(self, completions: list[Completion], *, cache_hit: bool = False) -> list[Completion]:
+        """Record the answer (and cache it unless it came from the cache); returns it."""
+        latency = time.perf_counter() - self.started
+        if not cache_hit and self.key is not None:
+            get_cache().set(self.key, completions)
+        usage = completions[0].usage if completions else Usage(cache_hit=cache_hit)
+        self.ledger.finished(usage, cache_hit)
+        req = self.request
+        params = {**req.params, "n": self.n} if self.n != 1 else dict(req.params)
+        self._record(latency, params=params, completions=completions, usage=usage, cache_hit=cache_hit)
+        hooks.emit(
+            "response",
+            callbacks=self.callbacks,
+            lm=self.lm,
+            model=self.lm.model,
+            provider=req.provider,
+            messages=req.messages,
+            params=req.params,
+            completions=completions,
+            usage=usage,
+            cache_hit=cache_hit,
+            latency=latency,
+        )
+        return completions
+
+    def failed(self, error: BaseException) -> None:
+        """Record that the call failed with ``error`` (the caller raises it)."""
+        latency = time.perf_counter() - self.started
+        self.ledger.errored()
+        req = self.request
+        self._record(
+            latency,
+            params=dict(req.params),
+            completions=[],
+            usage=Usage(),
+            cache_hit=False,
+            error=f"{type(error).__name__}: {error}",
+        )
+        hooks.emit(
+            "error",
+            callbacks=self.callbacks,
+            lm=self.lm,
+            model=self.lm.model,
+            provider=req.provider,
+            messages=req.messages,
+            params=req.params,
+            error=error,
+            latency=latency,
+        )
+
+    def accumulator(self) -> StreamAccumulator:
+        """A fresh accumulator for one streamed attempt."""
+        return StreamAccumulator(model=self.route.model, provider=self.route.provider)
+
+    def _record(
+        self,
+        latency: float,
+        *,
+        params: dict[str, Any],
+        completions: list[Completion],
+        usage: Usage,
+        cache_hit: bool,
+        error: str | None = None,
+    ) -> None:
+        """One history entry for a finished or failed call (secrets never reach ``params``)."""
+        req = self.request
+        entry = HistoryEntry(
+            model=self.lm.model,
+            provider=req.provider,
+            messages=[dict(m) for m in req.messages],
+            params=params,
+            completions=completions,
+            usage=usage,
+            cache_hit=cache_hit,
+            latency=latency,
+            backend=self.route.backend.name,
+            error=error,
+            api_base=redact_url(req.api_base) if req.api_base else req.api_base,
+            prune_report=active_report(),
+        )
+        record(entry, self.ledger.history)
