@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import sigform as sf
+from sigform.conversation import Layout, Pruning, send, tool_units
 from sigform.hooks import Callback, Event
 from sigform.lm import LM, Usage
 from sigform.lm.backend import Backend
@@ -120,6 +121,32 @@ def test_async_calls_and_streams_go_through_the_same_lifecycle() -> None:
 
     assert asyncio.run(run()) == ("one", "two")
     assert len(backend.requests) == 3 and len(lm.history) == 2
+
+
+def test_pruning_above_the_lm_shortens_what_the_backend_receives() -> None:
+    messages = [{"role": "system", "content": "be brief"}]
+    for i in range(4):
+        messages += [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]
+    messages.append({"role": "user", "content": "now?"})
+    layout = Layout(1, tool_units(messages, 1, len(messages) - 1))
+    backend = ScriptedBackend(["ok"])
+    lm = _lm(backend, prune=Pruning(keep_last=2))
+    send(lm, messages, {}, layout=layout)
+    sent = [m["content"] for m in backend.requests[-1].messages]
+    assert sent[0] == "be brief" and sent[-3:] == ["q3", "a3", "now?"] and "q0" not in sent
+    assert lm.history[-1].prune_report is not None and lm.history[-1].prune_report.dropped_units == 6
+
+
+def test_a_context_window_error_prunes_further_and_retries_once() -> None:
+    messages = [{"role": "system", "content": "s"}]
+    for i in range(4):
+        messages += [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]
+    messages.append({"role": "user", "content": "now?"})
+    layout = Layout(1, tool_units(messages, 1, len(messages) - 1))
+    backend = ScriptedBackend([sf.ContextWindowError("too long"), "ok"])
+    lm = _lm(backend)
+    assert send(lm, messages, {}, layout=layout)[0].text == "ok"
+    assert len(backend.requests[1].messages) < len(backend.requests[0].messages)
 
 
 def test_a_program_runs_over_the_scripted_backend() -> None:

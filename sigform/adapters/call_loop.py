@@ -28,6 +28,7 @@ and ``constrains``.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sigform.adapters.call_plan import CallPlan, Request
@@ -35,7 +36,7 @@ from sigform.adapters.native_tools import TextSignature
 from sigform.adapters.output_limit import OutputLimit, length_message, resolve_output_limit
 from sigform.adapters.repair import constrained_modes, failing_fields, request_key
 from sigform.adapters.result import AdapterResult, Slot, final_error
-from sigform.conversation import LAYOUT_KEY, asend, send
+from sigform.conversation import asend, send
 from sigform.errors import BadRequestError, FieldValueError, ParseError, ProviderError, StructureError
 from sigform.lm.interface import Completion, LMProtocol, Usage
 
@@ -76,7 +77,7 @@ class RunState:
         self.attempts += 1
         if self.first_messages is None:
             self.first_messages = request.messages
-            self.first_kwargs = {k: v for k, v in request.kwargs.items() if k != LAYOUT_KEY}
+            self.first_kwargs = dict(request.kwargs)
         if completions:
             self.add_usage(completions[0].usage)  # usage covers the whole request
         self.received.extend(completions)
@@ -163,8 +164,7 @@ def attempt(
     limit = resolve_output_limit(lm, signature, lm_kwargs)
     if limit.source == "default":  # no limit set anywhere: one derived from the outputs
         kwargs["max_tokens"] = limit.tokens
-    kwargs[LAYOUT_KEY] = layout  # read by the driver: pruning and cache markers
-    first = Request(messages, kwargs)
+    first = Request(messages, kwargs, layout=layout)  # layout: read by the driver (pruning, cache markers)
     state.fresh(first)
     completions = yield from adapter.send_request(lm, state, first)
     if not completions:
@@ -181,7 +181,7 @@ def attempt(
             and slot.reasks < adapter.max_reasks
         ):
             slot.reasks += 1
-            sent = yield from _retry_values(adapter, lm, signature, messages, one, slot, state, inputs, limit)
+            sent = yield from _retry_values(adapter, lm, signature, first, one, slot, state, inputs, limit)
             if not sent:
                 break
     return slots
@@ -229,7 +229,7 @@ def _retry_values(
     adapter: Adapter,
     lm: LMProtocol,
     signature: Any,
-    messages: list[Message],
+    first: Request,
     kwargs: Mapping[str, Any],
     slot: Slot,
     state: RunState,
@@ -240,11 +240,12 @@ def _retry_values(
     schema constraint, where the LM has one; else a re-ask. False when nothing was sent: a
     request identical to one already sent would get the same answer at temperature 0."""
     assert slot.error is not None
+    messages, layout = first.messages, first.layout  # a retry appends turns: the layout holds
     json_adapter = adapter.constrained_json()
     modes = [] if isinstance(signature, TextSignature) else constrained_modes(json_adapter, lm)
     if not modes:
         reask = adapter.reask_messages(signature, messages, slot.completion, slot.error)
-        retry = Request(reask, dict(kwargs))
+        retry = Request(reask, dict(kwargs), layout=layout)
         if not state.fresh(retry):
             return False
         again = yield from adapter.send_request(lm, state, retry)
@@ -259,7 +260,8 @@ def _retry_values(
     request_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "response_format")}
     request_kwargs.update(__modes__=modes, __signature__=subset)
     answer = slot.completion.text or ""
-    retry = Request(repair.messages(adapter, signature, messages, answer, slot.error), request_kwargs)
+    fixing = repair.messages(adapter, signature, messages, answer, slot.error)
+    retry = Request(fixing, request_kwargs, layout=layout)
     if not state.fresh(retry):
         return False
     try:
@@ -284,12 +286,10 @@ def _retry_values(
 
 def routed(loop: Loop, lm: LMProtocol) -> Loop:
     """The sub-loop ``loop`` run inside another loop, its requests routed to ``lm``."""
-    from sigform.adapters.call_plan import ROUTE_KEY
-
     plan = CallPlan(loop)
     while (request := plan.request) is not None:
         try:
-            outcome = yield Request(request.messages, {**request.kwargs, ROUTE_KEY: lm})
+            outcome = yield replace(request, lm=lm)
         except Exception as exc:
             outcome = exc
         plan.settle(outcome)
@@ -300,26 +300,30 @@ def drive(loop: Loop, lm: LMProtocol) -> AdapterResult:
     """Run ``loop`` to its result, each request sent to ``lm`` (or the LM it is routed to):
     fitted to the context window, normalised for the provider, cache-marked."""
     plan = CallPlan(loop)
-    while plan.request is not None:
-        plan.settle(_outcome(send, *plan.lm_call(lm)))
+    while (request := plan.request) is not None:
+        target = request.lm or lm
+        plan.settle(_outcome(send, target, request.messages, request.kwargs, layout=request.layout))
     return plan.result
 
 
 async def adrive(loop: Loop, lm: LMProtocol) -> AdapterResult:
     """:func:`drive` with ``lm.acall``."""
     plan = CallPlan(loop)
-    while plan.request is not None:
+    while (request := plan.request) is not None:
+        target = request.lm or lm
         try:
-            outcome: list[Completion] | Exception = await asend(*plan.lm_call(lm))
+            outcome: list[Completion] | Exception = await asend(
+                target, request.messages, request.kwargs, layout=request.layout
+            )
         except Exception as exc:
             outcome = exc
         plan.settle(outcome)
     return plan.result
 
 
-def _outcome(call: Any, *args: Any) -> list[Completion] | Exception:
+def _outcome(call: Any, *args: Any, **kwargs: Any) -> list[Completion] | Exception:
     try:
-        return call(*args)  # type: ignore[no-any-return]
+        return call(*args, **kwargs)  # type: ignore[no-any-return]
     except Exception as exc:
         return exc
 

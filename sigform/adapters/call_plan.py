@@ -12,24 +12,26 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from sigform.conversation import Layout
 from sigform.errors import ContextWindowError
 from sigform.lm.interface import Completion, LMProtocol
 
-__all__ = ["ROUTE_KEY", "CallPlan", "Request"]
+__all__ = ["CallPlan", "Request"]
 
 Message = dict[str, Any]
 Result = TypeVar("Result")
 
-# request kwarg naming the LM a request goes to when it is not the caller's (two-step extraction)
-ROUTE_KEY = "__lm__"
-
 
 @dataclass
 class Request:
-    """One LM request the call loop wants made."""
+    """One LM request the call loop wants made: ``kwargs`` are the request options the LM gets;
+    ``layout`` tells the driver which turns may be pruned and which prefix is stable (prompt-cache
+    markers); ``lm`` is the LM it goes to when that is not the caller's (two-step extraction)."""
 
     messages: list[Message]
     kwargs: dict[str, Any]
+    layout: Layout | None = None
+    lm: LMProtocol | None = None
 
 
 class CallPlan(Generic[Result]):
@@ -43,13 +45,6 @@ class CallPlan(Generic[Result]):
         self.request: Request | None = None
         self.result: Result
         self._advance(loop.send, None)
-
-    def lm_call(self, default_lm: LMProtocol) -> tuple[LMProtocol, list[Message], dict[str, Any]]:
-        """The current request as ``send``'s arguments: the LM it is routed to (``default_lm``
-        unless routed elsewhere), its messages and its request options."""
-        assert self.request is not None
-        kwargs = dict(self.request.kwargs)
-        return kwargs.pop(ROUTE_KEY, default_lm), self.request.messages, kwargs
 
     def reply(self, completions: list[Completion]) -> None:
         """Answer the current request."""

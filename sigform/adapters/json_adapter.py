@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Generator, Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from sigform.adapters.base import Adapter
@@ -152,14 +153,14 @@ class JSONAdapter(Adapter):
         modes: list[str] | None = kwargs.pop("__modes__", None)
         signature = kwargs.pop("__signature__", None)
         if modes is None:
-            return (yield from super().send_request(lm, state, Request(request.messages, kwargs)))
+            return (yield from super().send_request(lm, state, replace(request, kwargs=kwargs)))
         for i, mode in enumerate(modes):
             attempt = dict(kwargs)
             fmt = self.response_format(mode, signature)
             if fmt is not None:
                 attempt["response_format"] = fmt
             try:
-                completions = yield Request(request.messages, attempt)
+                completions = yield replace(request, kwargs=attempt)
             except (BadRequestError, ProviderError) as exc:
                 last = i + 1 == len(modes)
                 rejected = isinstance(exc, BadRequestError) or mode == "json_schema"
@@ -168,7 +169,7 @@ class JSONAdapter(Adapter):
                 _step_down(lm, mode, modes[i + 1], exc)
                 state.attempts += 1
                 continue
-            state.account(Request(request.messages, attempt), completions)
+            state.account(replace(request, kwargs=attempt), completions)
             capabilities.record_answered(_model_key(lm), mode, persist=_persistable(lm))
             return completions
         raise AssertionError("unreachable: the text mode always answers or raises")

@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sigform.adapters.fields import SigCache, field_views
-from sigform.conversation import LAYOUT_KEY
 from sigform.errors import ParseError
 from sigform.lm.interface import Completion, LMProtocol
 
@@ -37,7 +36,7 @@ __all__ = [
 # ``[0-9]``, not ``\d``: llama-cpp-python's schema-to-grammar port reads ``\d`` as a literal "d"
 DATE_PATTERN = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
 CONSTRAINED_MODES = ("json_schema", "json_object_schema")
-_INTERNAL = frozenset({LAYOUT_KEY, "__signature__"})
+_INTERNAL = frozenset({"__signature__"})
 
 
 def request_key(messages: Sequence[Mapping[str, Any]], kwargs: Mapping[str, Any]) -> str:

@@ -17,7 +17,6 @@ from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView, SigCache
 from sigform.adapters.output_limit import TEXT_FIELD_TOKENS, resolve_output_limit
 from sigform.adapters.result import Slot
-from sigform.conversation import LAYOUT_KEY
 from sigform.errors import StructureError
 from sigform.lm.interface import LMProtocol
 
@@ -108,11 +107,11 @@ class TwoStepAdapter(Adapter):
         """The free-form answer of the main LM, then one extraction run per candidate, its
         requests routed to the extraction LM (its errors are the run's errors)."""
         messages, layout = self.format_with_layout(signature, demos, inputs)
-        first = {**lm_kwargs, LAYOUT_KEY: layout}
+        first = dict(lm_kwargs)
         limit = resolve_output_limit(lm, signature, lm_kwargs)
         if limit.tokens is not None and limit.source == "default":  # a text field's budget more
             first["max_tokens"] = limit.tokens + TEXT_FIELD_TOKENS
-        completions = yield from self.send_request(lm, state, Request(messages, first))
+        completions = yield from self.send_request(lm, state, Request(messages, first, layout=layout))
         if not completions:
             raise StructureError("the LM returned no completion", adapter=self.name)
         extraction_sig = self.extraction_signature(signature)

@@ -16,13 +16,12 @@ from sigform.conversation.normalise import ProviderRules, normalise, rules_for
 from sigform.conversation.prompt_cache import CACHE_CONTROL, mark_prefix, marks_cache
 from sigform.conversation.pruning import DEFAULT_MARKER, Pruned, Pruning, prune
 from sigform.conversation.report import PruneReport, active_report, reporting
-from sigform.conversation.sending import LAYOUT_KEY, Fitted, RequestFitter, asend, send
+from sigform.conversation.sending import Fitted, RequestFitter, asend, send
 from sigform.conversation.tokens import ModelLimits, TokenCounter, model_limits, output_reserve, token_counter
 
 __all__ = [
     "CACHE_CONTROL",
     "DEFAULT_MARKER",
-    "LAYOUT_KEY",
     "Fitted",
     "Layout",
     "ModelLimits",

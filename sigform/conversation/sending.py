@@ -13,7 +13,9 @@ Used by the adapter call loop and the agent loop, which know the request's :clas
    says what was dropped.
 
 Options come from the request keyword arguments (``prune=``, ``prompt_cache=``), then the LM
-(attributes of the same names), then settings (``sigform.configure(prune=..., prompt_cache=...)``).
+(``lm.options``), then settings (``sigform.configure(prune=..., prompt_cache=...)``). The
+request's :class:`Layout` (which turns may be dropped, which prefix is stable) is ``send``'s own
+``layout=`` argument, never a request option.
 """
 
 from __future__ import annotations
@@ -32,10 +34,9 @@ from sigform.conversation.tokens import model_limits, output_reserve, token_coun
 from sigform.errors import ContextWindowError
 from sigform.settings import get_setting
 
-__all__ = ["CONTROL_KEYS", "LAYOUT_KEY", "Fitted", "RequestFitter", "asend", "send"]
+__all__ = ["CONTROL_KEYS", "Fitted", "RequestFitter", "asend", "send"]
 
 Message = dict[str, Any]
-LAYOUT_KEY = "__layout__"
 CONTROL_KEYS = ("prune", "prompt_cache")
 _MAX_TOKEN_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
@@ -79,22 +80,24 @@ class RequestFitter:
     """Fits one request (see the module docstring); :meth:`first` for the first attempt,
     :meth:`tighter` after a context-window error."""
 
-    def __init__(self, lm: Any, messages: list[Message], kwargs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, lm: Any, messages: list[Message], kwargs: Mapping[str, Any], layout: Layout | None = None
+    ) -> None:
         kwargs = dict(kwargs)
-        layout = kwargs.pop(LAYOUT_KEY, None)
         prune_opt = kwargs.pop("prune", None)
         cache_opt = kwargs.pop("prompt_cache", None)
         self.lm = lm
         self.messages = messages
         self.kwargs = kwargs
-        self.layout: Layout | None = layout if isinstance(layout, Layout) else None
+        self.layout = layout
+        options = getattr(lm, "options", None)  # a sigform LM's; other LMs have none
         if prune_opt is None:
-            prune_opt = getattr(lm, "prune", None)
+            prune_opt = getattr(options, "prune", None)
         if prune_opt is None:
             prune_opt = get_setting("prune")
         self.pruning = _pruning(prune_opt)
         if cache_opt is None:
-            cache_opt = getattr(lm, "prompt_cache", None)
+            cache_opt = getattr(options, "prompt_cache", None)
         if cache_opt is None:
             cache_opt = get_setting("prompt_cache", False)
         self.prompt_cache = bool(cache_opt)
@@ -214,10 +217,17 @@ class RequestFitter:
 
 
 def send(
-    lm: Any, messages: list[Message], kwargs: Mapping[str, Any], call: Callable[..., Any] | None = None
+    lm: Any,
+    messages: list[Message],
+    kwargs: Mapping[str, Any],
+    *,
+    layout: Layout | None = None,
+    call: Callable[..., Any] | None = None,
 ) -> Any:
-    """Send one request through ``call`` (default ``lm``) fitted for ``lm`` (sync)."""
-    fitter = RequestFitter(lm, messages, kwargs)
+    """Send one request through ``call`` (default ``lm``) fitted for ``lm`` (sync); ``layout``
+    is the structure of ``messages`` (None: nothing is pruned, the leading system message is
+    the stable prefix)."""
+    fitter = RequestFitter(lm, messages, kwargs, layout)
     call = call or lm
     fitted = fitter.first()
     try:
@@ -237,10 +247,12 @@ async def asend(
     lm: Any,
     messages: list[Message],
     kwargs: Mapping[str, Any],
+    *,
+    layout: Layout | None = None,
     call: Callable[..., Awaitable[Any]] | None = None,
 ) -> Any:
     """Async :func:`send` (default ``lm.acall``)."""
-    fitter = RequestFitter(lm, messages, kwargs)
+    fitter = RequestFitter(lm, messages, kwargs, layout)
     call = call or lm.acall
     fitted = fitter.first()
     try:

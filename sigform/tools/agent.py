@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sigform.conversation import LAYOUT_KEY, Layout, asend
+from sigform.conversation import Layout, asend
 from sigform.errors import FieldValueError, SignatureError, ToolError
 from sigform.hooks import Callback
 from sigform.lm.interface import Completion, Usage
@@ -181,7 +181,7 @@ class _Run:
         for step in range(1, self.agent.max_steps + 1):
             # sent fitted to the context window: whole steps dropped oldest first (see sigform.conversation)
             completions = await asend(
-                self.lm, list(self.messages), {**self.kwargs, LAYOUT_KEY: self._layout()}
+                self.lm, list(self.messages), self.kwargs, layout=self._layout()
             )
             if not completions:
                 raise ToolError("the LM returned no completion")

@@ -14,7 +14,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map in tests
 
 import sigform
-from sigform.conversation import LAYOUT_KEY, Layout, normalise, send, tool_units
+from sigform.conversation import Layout, normalise, send, tool_units
 from sigform.conversation.normalise import CONVERSATION_START
 from sigform.testing.providers import (
     AnthropicFake,
@@ -101,7 +101,7 @@ def _send(name: str, messages: list[dict[str, Any]], layout: Layout, reply: Any,
     fake_cls, model = MODELS[name]
     with fake_cls(responder=reply) if callable(reply) else fake_cls(reply) as fake:
         lm = _lm(fake, model)
-        completions = send(lm, messages, {"tools": TOOLS, LAYOUT_KEY: layout, **kw})
+        completions = send(lm, messages, {"tools": TOOLS, **kw}, layout=layout)
     fake.check()
     return fake, lm, completions
 
@@ -293,11 +293,12 @@ def test_cached_tokens_are_counted_in_usage_and_history(name: str) -> None:
     fake_cls, model = MODELS[name]
     with fake_cls(responder=billing) as fake:
         lm = _lm(fake, model)
-        first = send(lm, messages, {LAYOUT_KEY: layout, "prompt_cache": True})[0]
+        first = send(lm, messages, {"prompt_cache": True}, layout=layout)[0]
         second = send(
             lm,
             [*messages[:-1], {"role": "user", "content": "another"}],
-            {LAYOUT_KEY: layout, "prompt_cache": True},
+            {"prompt_cache": True},
+            layout=layout,
         )[0]
     fake.check()
     assert billing.write_tokens > 1024 and billing.read_tokens == billing.write_tokens
@@ -313,5 +314,5 @@ def test_prompt_cache_set_on_the_lm_marks_requests() -> None:
     with AnthropicFake(Reply("ok")) as fake:
         lm = _lm(fake, "claude-sonnet-4-5")
         lm.prompt_cache = True  # what LM(..., prompt_cache=True) sets
-        send(lm, messages, {LAYOUT_KEY: layout})
+        send(lm, messages, {}, layout=layout)
     assert "cache_control" in json.dumps(fake.last_request.json["messages"][1])
