@@ -1,23 +1,34 @@
-"""Long conversations and repeated prefixes: pruning, message normalisation, prompt caching.
+"""Long conversations and repeated prefixes: pruning, and sending requests that fit.
 
 * :class:`Pruning` -- how requests with long histories (a ``History`` input, an agent's
   trajectory) are cut to fit the model's context window: oldest turns first, a tool call
   always with its results, never the system message or the demos, with a marker and a
   :class:`PruneReport` in the LM's history entry;
-* :func:`normalise` -- the provider-specific message fixes litellm does not make itself;
-* :func:`mark_prefix` -- prompt-cache markers on the stable prefix (``prompt_cache=True``);
-* :func:`token_counter`, :func:`model_limits` -- token counts and context windows.
+* :func:`send` -- one request pruned to fit, cache-marked and normalised for its provider,
+  then sent through the LM.
 
-Nothing here imports litellm until a model's tokenizer or limits are needed.
+This layer sits above the LM (it calls it); the provider message rules it applies live below
+the LM in :mod:`sigform.provider` (:func:`normalise`, :func:`mark_prefix`, :func:`token_counter`,
+:func:`model_limits`, re-exported here).
 """
 
 from sigform.conversation.layout import Layout, tool_units
-from sigform.conversation.normalise import ProviderRules, normalise, rules_for
-from sigform.conversation.prompt_cache import CACHE_CONTROL, mark_prefix, marks_cache
 from sigform.conversation.pruning import DEFAULT_MARKER, Pruned, Pruning, prune
 from sigform.conversation.report import PruneReport, active_report, reporting
 from sigform.conversation.sending import Fitted, RequestFitter, asend, send
-from sigform.conversation.tokens import ModelLimits, TokenCounter, model_limits, output_reserve, token_counter
+from sigform.provider import (
+    CACHE_CONTROL,
+    ModelLimits,
+    ProviderRules,
+    TokenCounter,
+    mark_prefix,
+    marks_cache,
+    model_limits,
+    normalise,
+    output_reserve,
+    rules_for,
+    token_counter,
+)
 
 __all__ = [
     "CACHE_CONTROL",

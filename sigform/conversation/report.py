@@ -1,17 +1,16 @@
-"""What pruning dropped from one request, and how the LM call that sends it learns about it.
+"""What pruning dropped from one request.
 
 A :class:`PruneReport` travels with the request into the LM's history entry: the caller that
-pruned (the adapter loop, the agent) sets it for the duration of the call with
-:func:`reporting`, and the LM reads :func:`active_report` when it records the call. A context
-variable keeps concurrent calls (threads, asyncio tasks) apart.
+pruned (:func:`sigform.conversation.send`) sets it for the duration of the call with
+:func:`reporting`, and the LM reads :func:`active_report` when it records the call. Both live
+in :mod:`sigform.lm.history` (the LM layer offers the slot; this layer, above it, fills it).
 """
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
+
+from sigform.lm.history import active_report, reporting
 
 __all__ = ["PruneReport", "active_report", "reporting"]
 
@@ -60,23 +59,3 @@ class PruneReport:
 
     def __str__(self) -> str:
         return self.summary()
-
-
-_active: contextvars.ContextVar[PruneReport | None] = contextvars.ContextVar(
-    "sigform_prune_report", default=None
-)
-
-
-def active_report() -> PruneReport | None:
-    """The report of the request being sent in this thread/task (None: nothing was pruned)."""
-    return _active.get()
-
-
-@contextmanager
-def reporting(report: PruneReport | None) -> Iterator[None]:
-    """Make ``report`` the :func:`active_report` while the request is sent."""
-    token = _active.set(report)
-    try:
-        yield
-    finally:
-        _active.reset(token)

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sigform.conversation.layout import Layout
-from sigform.conversation.normalise import normalise
-from sigform.conversation.prompt_cache import mark_prefix
 from sigform.conversation.pruning import Pruned, Pruning, marker_message, prune
 from sigform.conversation.report import PruneReport, reporting
-from sigform.conversation.tokens import model_limits, output_reserve, token_counter, upper_bound
 from sigform.errors import ContextWindowError
+from sigform.provider.normalise import normalise
+from sigform.provider.prompt_cache import mark_prefix
+from sigform.provider.tokens import model_limits, output_reserve, token_counter, upper_bound
 from sigform.settings import get_setting
 
 __all__ = ["CONTROL_KEYS", "Fitted", "RequestFitter", "asend", "send"]

@@ -6,15 +6,46 @@ Each LM keeps a bounded ``lm.history``; the process keeps the last calls of ever
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from sigform.lm.interface import Completion, Usage
 
-__all__ = ["GLOBAL_HISTORY_SIZE", "HistoryEntry", "global_history", "inspect_history", "record"]
+__all__ = [
+    "GLOBAL_HISTORY_SIZE",
+    "HistoryEntry",
+    "active_report",
+    "global_history",
+    "inspect_history",
+    "record",
+    "reporting",
+]
+
+# what the layer that fitted a request (sigform.conversation.send) says about it, for the history
+# entry of the call that sends it; a context variable keeps concurrent calls (threads, tasks) apart
+_active_report: contextvars.ContextVar[Any] = contextvars.ContextVar("sigform_prune_report", default=None)
+
+
+def active_report() -> Any:
+    """The :class:`~sigform.conversation.PruneReport` of the request being sent in this thread or
+    task (None: nothing was pruned)."""
+    return _active_report.get()
+
+
+@contextmanager
+def reporting(report: Any) -> Iterator[None]:
+    """Make ``report`` the :func:`active_report` while the request is sent."""
+    token = _active_report.set(report)
+    try:
+        yield
+    finally:
+        _active_report.reset(token)
 
 GLOBAL_HISTORY_SIZE = 1000
 

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sigform import hooks
-from sigform.conversation.report import active_report
 from sigform.lm.cache import get_cache, scoped_key
 from sigform.lm.credentials import is_secret_header, redact_url
-from sigform.lm.history import HistoryEntry, record
+from sigform.lm.history import HistoryEntry, active_report, record
 from sigform.lm.interface import Completion, Usage
 from sigform.lm.request import Request
 from sigform.lm.retry import RetryPolicy

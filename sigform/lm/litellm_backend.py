@@ -9,35 +9,17 @@ retry policy) and so is its debug chatter.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from sigform.lm.request import Request
+from sigform.provider.litellm_import import import_litellm
 
-__all__ = ["LiteLLMBackend", "capability", "get_backend", "import_litellm", "provider_of", "supported_params"]
+__all__ = ["LiteLLMBackend", "capability", "get_backend", "provider_of", "supported_params"]
 
-_import_lock = threading.Lock()
 # OpenAI-compatible providers whose self-hosted servers need no key (same rule as the fast path)
 _KEYLESS_OK = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile", "local"})
 _PLACEHOLDER_KEY = "sk-no-key-required"
-_litellm: Any = None
-
-
-def import_litellm() -> Any:
-    """Import and configure litellm once (local cost map, quiet, no retries of its own)."""
-    global _litellm
-    if _litellm is None:
-        with _import_lock:
-            if _litellm is None:
-                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-                import litellm
-
-                litellm.suppress_debug_info = True
-                litellm.telemetry = False
-                litellm.drop_params = False  # sigform drops (with a warning) what does not apply
-                _litellm = litellm
-    return _litellm
 
 
 def provider_of(model: str, api_base: str | None = None) -> str:

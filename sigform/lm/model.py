@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sigform.conversation.prompt_cache import mark_prefix
 from sigform.errors import LMError
 from sigform.lm import calls
 from sigform.lm.credentials import Credential, is_secret_name
@@ -32,6 +31,7 @@ from sigform.lm.retry import RetryPolicy, check_limits
 from sigform.lm.routing import Route, current, resolve_route
 from sigform.lm.sdk_warmup import may_use_sdk, warm_up_sdk
 from sigform.lm.streaming import StreamDelta
+from sigform.provider.prompt_cache import mark_prefix
 from sigform.settings import get_setting
 
 __all__ = ["LM", "ParameterWarning"]

@@ -68,7 +68,7 @@ class LiteLLMEmbedder:
         self.api_base = api_base
 
     def __call__(self, texts: list[str]) -> list[list[float]]:
-        from sigform.lm.litellm_backend import import_litellm
+        from sigform.provider.litellm_import import import_litellm
 
         litellm = import_litellm()  # with the price map read locally: no download at import
         kwargs: dict[str, Any] = {"api_base": self.api_base} if self.api_base else {}

@@ -22,8 +22,8 @@ from sigform.conversation import (
     output_reserve,
     token_counter,
 )
-from sigform.conversation.normalise import CONVERSATION_START, merge_content
-from sigform.conversation.tokens import MEDIA_TOKENS, estimate_text, upper_bound
+from sigform.provider.normalise import CONVERSATION_START, merge_content
+from sigform.provider.tokens import MEDIA_TOKENS, estimate_text, upper_bound
 from sigform.types import History
 
 Message = dict[str, Any]

@@ -15,7 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the
 
 import sigform
 from sigform.conversation import Layout, normalise, send, tool_units
-from sigform.conversation.normalise import CONVERSATION_START
+from sigform.provider.normalise import CONVERSATION_START
 from sigform.testing.providers import (
     AnthropicFake,
     BedrockConverseFake,

@@ -308,7 +308,7 @@ def test_knn_with_an_embedder_function_and_a_litellm_model(monkeypatch: pytest.M
     with pytest.raises(sf.ProgramStateError, match="custom embedder function cannot be saved"):
         knn.dump_state()
 
-    from sigform.lm.litellm_backend import import_litellm
+    from sigform.provider.litellm_import import import_litellm
 
     litellm = import_litellm()
     seen: list[dict[str, Any]] = []

@@ -112,7 +112,7 @@ class TokenCounter:
 
 
 def _litellm() -> Any:
-    from sigform.lm.litellm_backend import import_litellm
+    from sigform.provider.litellm_import import import_litellm
 
     return import_litellm()
 
