@@ -31,6 +31,7 @@ from sigform.errors import LMError
 
 __all__ = [
     "CMD_TIMEOUT",
+    "CONNECTION_SETTINGS",
     "Credential",
     "CredentialError",
     "is_secret_header",
@@ -42,6 +43,26 @@ __all__ = [
     "strip_url_credentials",
     "url_secrets",
 ]
+
+# connection settings: resolved like credentials and kept out of the request parameters
+CONNECTION_SETTINGS = frozenset(
+    {
+        "api_version",
+        "organization",
+        "project",
+        "base_url",
+        "deployment_id",
+        "region_name",
+        "aws_region_name",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "aws_session_token",
+        "aws_profile_name",
+        "vertex_project",
+        "vertex_location",
+        "vertex_credentials",
+    }
+)
 
 CMD_TIMEOUT = 30.0
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")

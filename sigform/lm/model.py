@@ -7,9 +7,6 @@ credential resolution, a parameter schema, lifecycle hooks, history and usage to
 
 from __future__ import annotations
 
-import logging
-import sys
-import threading
 import time
 import warnings
 from collections import deque
@@ -19,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from sigform.errors import LMError
 from sigform.lm import calls
-from sigform.lm.credentials import Credential, is_secret_name
+from sigform.lm.credentials import CONNECTION_SETTINGS, Credential, is_secret_name
+from sigform.lm.default_notice import default_model_notice
 from sigform.lm.history import HistoryEntry, inspect_history
 from sigform.lm.interface import Completion, Usage
 from sigform.lm.lifecycle import Call, Ledger
@@ -38,65 +36,12 @@ __all__ = ["LM", "ParameterWarning"]
 
 Message = dict[str, Any]
 
-# connection settings: resolved like credentials and kept out of the request parameters
-_CONNECTION = frozenset(
-    {
-        "api_version",
-        "organization",
-        "project",
-        "base_url",
-        "deployment_id",
-        "region_name",
-        "aws_region_name",
-        "aws_access_key_id",
-        "aws_secret_access_key",
-        "aws_session_token",
-        "aws_profile_name",
-        "vertex_project",
-        "vertex_location",
-        "vertex_credentials",
-    }
-)
-# per-call options that steer sigform itself, not the request body
 # features of unknown OpenAI-compatible endpoints that are discovered by trying, and the weakest
 # JSON-adapter mode that still counts as having them
 _DISCOVERED = {"json_schema": "json_schema", "json_object": "json_object"}
+# per-call options that steer sigform itself, not the request body
 _CONTROL = frozenset({"cache", "num_retries", "timeout", "headers", "prompt_cache", "prune"})
 _OPTION_NAMES = LMOptions.names()
-
-
-logger = logging.getLogger("sigform.lm")
-_DEFAULT_NOTICE = (
-    "no LM configured: using the embedded local model (Gemma 3 270M, on this machine). "
-    "Pick one with sigform.configure(lm=sigform.LM('provider/model'))."
-)
-_noticed = threading.Event()
-
-
-def _default_model_notice() -> None:
-    """Say once per process that the local model stands in for an unconfigured LM: on the
-    ``sigform.lm`` logger when the application logs it, else as one line on stderr (nothing when
-    the logger is set above WARNING)."""
-    if _noticed.is_set():
-        return
-    _noticed.set()
-    if not logger.isEnabledFor(logging.WARNING):
-        return  # silenced on purpose
-    if _logged_somewhere(logger, logging.WARNING):
-        logger.warning(_DEFAULT_NOTICE)
-    else:
-        print(f"sigform: {_DEFAULT_NOTICE}", file=sys.stderr)
-
-
-def _logged_somewhere(log: logging.Logger, level: int) -> bool:
-    """Whether a record at ``level`` reaches a handler that writes it somewhere (sigform's own
-    NullHandler does not count)."""
-    current: logging.Logger | None = log
-    while current is not None:
-        if any(not isinstance(h, logging.NullHandler) and level >= h.level for h in current.handlers):
-            return True
-        current = current.parent if current.propagate else None
-    return False
 
 
 class ParameterWarning(UserWarning):
@@ -151,7 +96,7 @@ class LM:
                 options = options or configured.options
             else:
                 model = "local"
-                _default_model_notice()
+                default_model_notice()
         options = (options or LMOptions()).updated(given)
         if not isinstance(model, str) or not model:
             raise TypeError(f"LM model must be a non-empty string like 'openai/gpt-4o-mini', got {model!r}")
@@ -165,7 +110,7 @@ class LM:
             headers = {**_header_dict(kwargs.pop("extra_headers")), **options.headers}
             options = replace(options, headers=headers)
         for name, value in kwargs.items():
-            if name in _CONNECTION or is_secret_name(name):
+            if name in CONNECTION_SETTINGS or is_secret_name(name):
                 self._connection[name] = Credential(name, value)
             else:
                 defaults[name] = value
@@ -336,7 +281,7 @@ class LM:
                 "api_base cannot change per call (it picks the route); use lm.copy(api_base=...) for "
                 "another endpoint"
             )
-        names = [k for k in kwargs if k in _CONNECTION or is_secret_name(k)]
+        names = [k for k in kwargs if k in CONNECTION_SETTINGS or is_secret_name(k)]
         if not names:
             return self._api_key, self._connection
         api_key, connection = self._api_key, dict(self._connection)
