@@ -155,3 +155,55 @@ def test_a_program_runs_over_the_scripted_backend() -> None:
     with sf.context(lm=lm, adapter=sf.JSONAdapter()):
         assert sf.Predict("question -> answer")(question="Capital of France?").answer == "Paris"
     assert "Capital of France?" in str(backend.requests[-1].messages)
+
+
+class _BreaksMidStream:
+    """A backend whose streams send one piece and then lose the connection."""
+
+    name = "breaks"
+
+    def __init__(self) -> None:
+        self.opened = 0
+
+    def complete(self, req: Any) -> Any:
+        raise AssertionError("not used")
+
+    async def acomplete(self, req: Any) -> Any:
+        raise AssertionError("not used")
+
+    def stream(self, req: Any) -> Any:
+        self.opened += 1
+        yield {"choices": [{"index": 0, "delta": {"content": "par"}, "finish_reason": None}]}
+        raise sf.ProviderError("connection lost")
+
+    async def astream(self, req: Any) -> Any:
+        for chunk in self.stream(req):
+            yield chunk
+
+
+def test_a_stream_that_fails_after_a_piece_is_not_retried_and_is_recorded() -> None:
+    backend = _BreaksMidStream()
+    lm = LM("openai/gpt-4o-mini", backend=backend, retry_delay=0)
+    seen: list[Any] = []
+    with pytest.raises(sf.ProviderError, match="connection lost"):
+        for item in lm.stream(MSG):
+            seen.append(item)
+    assert [d.text for d in seen] == ["par"] and backend.opened == 1
+    assert lm.stats["errors"] == 1 and "connection lost" in (lm.history[-1].error or "")
+
+    async def run() -> None:
+        async for _ in lm.astream(MSG, cache=False):
+            pass
+
+    with pytest.raises(sf.ProviderError, match="connection lost"):
+        asyncio.run(run())
+    assert backend.opened == 2
+
+
+def test_a_stream_left_early_records_nothing_and_sends_once() -> None:
+    backend = ScriptedBackend(["a long answer"], chunk_size=2)
+    lm = _lm(backend)
+    stream = lm.stream(MSG)
+    assert next(stream).text == "a "  # type: ignore[union-attr]
+    stream.close()
+    assert len(backend.requests) == 1 and len(lm.history) == 0

@@ -121,19 +121,7 @@ class Call:
         req = self.request
         params = {**req.params, "n": self.n} if self.n != 1 else dict(req.params)
         self._record(latency, params=params, completions=completions, usage=usage, cache_hit=cache_hit)
-        hooks.emit(
-            "response",
-            callbacks=self.callbacks,
-            lm=self.lm,
-            model=self.lm.model,
-            provider=req.provider,
-            messages=req.messages,
-            params=req.params,
-            completions=completions,
-            usage=usage,
-            cache_hit=cache_hit,
-            latency=latency,
-        )
+        self._emit("response", completions=completions, usage=usage, cache_hit=cache_hit, latency=latency)
         return completions
 
     def failed(self, error: BaseException) -> None:
@@ -149,16 +137,19 @@ class Call:
             cache_hit=False,
             error=f"{type(error).__name__}: {error}",
         )
+        self._emit("error", error=error, latency=latency)
+
+    def _emit(self, event: str, **payload: Any) -> None:
+        req = self.request
         hooks.emit(
-            "error",
+            event,
             callbacks=self.callbacks,
             lm=self.lm,
             model=self.lm.model,
             provider=req.provider,
             messages=req.messages,
             params=req.params,
-            error=error,
-            latency=latency,
+            **payload,
         )
 
     def accumulator(self) -> StreamAccumulator:

@@ -1,7 +1,8 @@
 """Driving a streamed call: hooks, cache, retries before the first piece, history.
 
 A failure after pieces were already yielded is not retried (a retry would repeat them).
-A cache hit is replayed as one piece per candidate and field.
+A cache hit is replayed as one piece per candidate and field. The call is written once, as a
+plan without I/O (:func:`_plan`); the sync and async drivers only answer its requests for I/O.
 
 ``n > 1`` streams every candidate the provider streams in one request (``n`` is sent only where
 the provider supports it). Candidates still missing when the stream ends - the provider takes no
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
+from collections.abc import AsyncIterator, Generator, Iterator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sigform.errors import ProviderError
@@ -70,8 +71,40 @@ def _stream_request(call: Call) -> Request:
     return call.request.with_n(call.n if call.route.supports_n else None)
 
 
-def run_stream(call: Call) -> Iterator[StreamDelta | list[Completion]]:
-    """Drive the prepared ``call`` as a stream (see the module docstring)."""
+@dataclass(frozen=True)
+class _Open:
+    """Open a stream for ``request`` (answered with nothing, or the error opening raised)."""
+
+    request: Request
+
+
+@dataclass(frozen=True)
+class _Pull:
+    """The open stream's next chunk (answered with a chunk, :data:`_END`, or the error)."""
+
+
+@dataclass(frozen=True)
+class _Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _TopUp:
+    """``missing`` more candidates by plain requests (answered with them, or the error)."""
+
+    request: Request
+    missing: int
+
+
+_PULL = _Pull()
+_END: Any = object()
+Step = StreamDelta | list[Completion] | _Open | _Pull | _Sleep | _TopUp
+
+
+def _plan(call: Call) -> Generator[Step, Any, None]:
+    """The streamed call, written once without I/O: yields the pieces and the final list for the
+    caller and asks its driver (sync or async) for I/O with :class:`_Open`, :class:`_Pull`,
+    :class:`_Sleep` and :class:`_TopUp`, which the driver answers by ``send`` or ``throw``."""
     cached = call.before()
     if cached is not None:
         yield from _replay(cached)
@@ -84,7 +117,8 @@ def run_stream(call: Call) -> Iterator[StreamDelta | list[Completion]]:
         acc = call.accumulator()
         yielded = False
         try:
-            for chunk in call.route.backend.stream(req):
+            yield _Open(req)
+            while (chunk := (yield _PULL)) is not _END:
                 for delta in acc.feed(chunk):
                     yielded = True
                     yield delta
@@ -94,13 +128,14 @@ def run_stream(call: Call) -> Iterator[StreamDelta | list[Completion]]:
         if wait is None:
             failure = explained(call.route, attempts.error)
             break
-        time.sleep(wait)
+        yield _Sleep(wait)
         req = rebased(call.route, req)
+    completions: list[Completion] = []
     if failure is None:
         try:
             completions, missing = _streamed(call, acc)
             if missing:
-                extra = calls.top_up(call.route, req, missing, call.policy, call.lm.model)
+                extra = yield _TopUp(req, missing)
                 yield from _replay(extra, len(completions))
                 completions = _joined(completions, extra)
         except Exception as exc:  # already a mapped sigform error
@@ -111,45 +146,66 @@ def run_stream(call: Call) -> Iterator[StreamDelta | list[Completion]]:
     yield call.done(completions)
 
 
-async def arun_stream(call: Call) -> AsyncIterator[StreamDelta | list[Completion]]:
-    """Async :func:`run_stream`."""
-    cached = call.before()
-    if cached is not None:
-        for delta in _replay(cached):
-            yield delta
-        yield call.done(cached, cache_hit=True)
-        return
-    req = _stream_request(call)
-    attempts = Attempts(call.policy, call.lm.model)
-    failure: BaseException | None = None
-    while True:
-        acc = call.accumulator()
-        yielded = False
+class _Stepper:
+    """Steps a :func:`_plan`: :meth:`next` sends the last answer (or throws the last error) in."""
+
+    __slots__ = ("answer", "error", "plan")
+
+    def __init__(self, plan: Generator[Step, Any, None]) -> None:
+        self.plan = plan
+        self.answer: Any = None
+        self.error: Exception | None = None
+
+    def next(self) -> Step | None:
+        """The plan's next step; None once it has finished."""
+        answer, error = self.answer, self.error
+        self.answer = self.error = None
         try:
-            async for chunk in call.route.backend.astream(req):
-                for delta in acc.feed(chunk):
-                    yielded = True
-                    yield delta
-            break
+            return self.plan.throw(error) if error is not None else self.plan.send(answer)
+        except StopIteration:
+            return None
+
+
+def run_stream(call: Call) -> Iterator[StreamDelta | list[Completion]]:
+    """Drive the prepared ``call`` as a stream (see the module docstring)."""
+    steps = _Stepper(_plan(call))
+    chunks: Iterator[dict[str, Any]] = iter(())
+    while (step := steps.next()) is not None:
+        if isinstance(step, (StreamDelta, list)):
+            yield step
+            continue
+        try:
+            if isinstance(step, _Open):
+                chunks = iter(call.route.backend.stream(step.request))
+            elif isinstance(step, _Pull):
+                steps.answer = next(chunks, _END)
+            elif isinstance(step, _Sleep):
+                time.sleep(step.seconds)
+            else:
+                route, policy = call.route, call.policy
+                steps.answer = calls.top_up(route, step.request, step.missing, policy, call.lm.model)
         except Exception as exc:
-            wait = attempts.failed(exc, req.known_secrets(), repeatable=not yielded)
-        if wait is None:
-            failure = explained(call.route, attempts.error)
-            break
-        await asyncio.sleep(wait)
-        req = rebased(call.route, req)
-    completions: list[Completion] = []
-    if failure is None:
+            steps.error = exc
+
+
+async def arun_stream(call: Call) -> AsyncIterator[StreamDelta | list[Completion]]:
+    """Async :func:`run_stream`: the same plan, with async I/O."""
+    steps = _Stepper(_plan(call))
+    chunks: AsyncIterator[dict[str, Any]] | None = None
+    while (step := steps.next()) is not None:
+        if isinstance(step, (StreamDelta, list)):
+            yield step
+            continue
         try:
-            completions, missing = _streamed(call, acc)
-            if missing:
-                extra = await calls.atop_up(call.route, req, missing, call.policy, call.lm.model)
-                for delta in _replay(extra, len(completions)):
-                    yield delta
-                completions = _joined(completions, extra)
-        except Exception as exc:  # already a mapped sigform error
-            failure = exc
-    if failure is not None:
-        call.failed(failure)
-        raise failure  # outside the except block: no secret-bearing context
-    yield call.done(completions)
+            if isinstance(step, _Open):
+                chunks = aiter(call.route.backend.astream(step.request))
+            elif isinstance(step, _Pull):
+                assert chunks is not None
+                steps.answer = await anext(chunks, _END)
+            elif isinstance(step, _Sleep):
+                await asyncio.sleep(step.seconds)
+            else:
+                route, policy = call.route, call.policy
+                steps.answer = await calls.atop_up(route, step.request, step.missing, policy, call.lm.model)
+        except Exception as exc:
+            steps.error = exc
