@@ -37,11 +37,12 @@ Parsed = tuple[list[Completion], Usage]
 
 
 def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str) -> Parsed:
-    attempts = Attempts(policy, label)
+    attempts: Attempts | None = None  # made at the first failure: most calls succeed at once
     while True:
         try:  # parsed inside the retry loop: a malformed 200 is retried like a 5xx
             return _parse(route, route.backend.complete(req))
         except Exception as exc:
+            attempts = attempts or Attempts(policy, label)
             wait = attempts.failed(exc, req.known_secrets())
         if wait is None:
             raise explained(route, attempts.error)  # outside the except block (see Attempts)
@@ -50,11 +51,12 @@ def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str) -
 
 
 async def _attempt_async(route: Route, req: Request, policy: RetryPolicy, label: str) -> Parsed:
-    attempts = Attempts(policy, label)
+    attempts: Attempts | None = None
     while True:
         try:
             return _parse(route, await route.backend.acomplete(req))
         except Exception as exc:
+            attempts = attempts or Attempts(policy, label)
             wait = attempts.failed(exc, req.known_secrets())
         if wait is None:
             raise explained(route, attempts.error)

@@ -59,7 +59,7 @@ class Ledger:
             self.stats["errors"] += 1
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Call:
     """One prepared call of ``lm`` (see the module docstring). ``request`` is what will be sent
     (credentials unresolved until sent), ``n`` the candidates asked for, ``key`` the response-cache
@@ -74,10 +74,6 @@ class Call:
     ledger: Ledger
     started: float = field(default_factory=time.perf_counter)
 
-    @property
-    def callbacks(self) -> Any:
-        return self.lm.options.callbacks
-
     def before(self) -> list[Completion] | None:
         """Emit the ``request`` event (it may veto the call or add headers); return the cached
         completions on a cache hit, else None."""
@@ -86,7 +82,7 @@ class Call:
         shown = {k: "***" if is_secret_header(k) else v for k, v in req.headers.items()}
         event = hooks.emit(
             "request",
-            callbacks=self.callbacks,
+            callbacks=self.lm.options.callbacks,
             lm=self.lm,
             model=self.lm.model,
             provider=req.provider,
@@ -140,10 +136,13 @@ class Call:
         self._emit("error", error=error, latency=latency)
 
     def _emit(self, event: str, **payload: Any) -> None:
+        callbacks = self.lm.options.callbacks
+        if not hooks.active_callbacks(callbacks):
+            return  # nobody listens: skip building the event
         req = self.request
         hooks.emit(
             event,
-            callbacks=self.callbacks,
+            callbacks=callbacks,
             lm=self.lm,
             model=self.lm.model,
             provider=req.provider,

@@ -323,7 +323,12 @@ class LM:
     def prepare(self, messages: list[Message] | str, **kwargs: Any) -> Call:
         """The call ``self(messages, **kwargs)`` would make, checked and built without any I/O
         (invalid settings fail here); see :mod:`sigform.lm.lifecycle` for sending it."""
+        return self._prepare(messages, kwargs)
+
+    def _prepare(self, messages: list[Message] | str, kwargs: dict[str, Any]) -> Call:
+        """:meth:`prepare` taking (and consuming) the keyword arguments' own dict."""
         started = time.perf_counter()
+        options = self.options
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         elif not isinstance(messages, list) or not all(
@@ -336,7 +341,7 @@ class LM:
             control["headers"] = {**extra, **(control.get("headers") or {})}
         api_key, connection = self._call_credentials(kwargs) if kwargs else (self._api_key, self._connection)
         route = self._current_route()
-        if control.get("prompt_cache", self.options.prompt_cache):  # adapters mark system+demos themselves
+        if control.get("prompt_cache", options.prompt_cache):  # adapters mark system+demos themselves
             messages = mark_prefix(messages, _leading_system(messages), route.provider, route.model)
         params = self._filter(route, {**self.kwargs, **kwargs} if self.kwargs else kwargs)
         # programs number their attempts (BestOfN, Refine) so each gets its own cache entry; the
@@ -349,11 +354,12 @@ class LM:
             if isinstance(params.get(name), tuple):
                 params[name] = list(params[name])
         params = nest_dotted(params)
-        timeout = control.get("timeout", self.options.timeout)
-        num_retries = control.get("num_retries", self.options.num_retries)
+        timeout = control.get("timeout", options.timeout)
+        num_retries = control.get("num_retries", options.num_retries)
         if "timeout" in control or "num_retries" in control:
             check_limits(num_retries=num_retries, timeout=timeout)
-        headers = {**self.options.headers, **(control.get("headers") or {})}
+        extra_headers = control.get("headers")
+        headers = {**options.headers, **extra_headers} if extra_headers else dict(options.headers)
         request = Request(
             route.model,
             route.provider,
@@ -367,21 +373,21 @@ class LM:
         )
         use_cache = control.get("cache")
         if use_cache is None:
-            use_cache = self.options.cache and get_setting("cache", True)
+            use_cache = options.cache and get_setting("cache", True)
         key = None
         if use_cache:
             keyed = request.with_n(n)
             if route.refresh is not None:
                 keyed.api_base = None  # a moving endpoint (local server port) is not its identity
             key = cache_key(keyed, rollout_id=rollout_id)
-        policy = RetryPolicy(num_retries=num_retries, base_delay=self.options.retry_delay)
+        policy = RetryPolicy(num_retries=num_retries, base_delay=options.retry_delay)
         return Call(self, route, request, n, key, policy, self._ledger, started)
 
     # -- calls -----------------------------------------------------------------------------
 
     def __call__(self, messages: list[Message] | str, **kwargs: Any) -> list[Completion]:
         """Send ``messages``; return ``n`` completions (default 1)."""
-        call = self.prepare(messages, **kwargs)
+        call = self._prepare(messages, kwargs)
         cached = call.before()
         if cached is not None:
             return call.done(cached, cache_hit=True)
@@ -394,7 +400,7 @@ class LM:
 
     async def acall(self, messages: list[Message] | str, **kwargs: Any) -> list[Completion]:
         """Async :meth:`__call__` (native async I/O, no thread per call)."""
-        call = self.prepare(messages, **kwargs)
+        call = self._prepare(messages, kwargs)
         cached = call.before()
         if cached is not None:
             return call.done(cached, cache_hit=True)
@@ -418,7 +424,7 @@ class LM:
         whole, one piece per field with their own ``index`` (see :mod:`sigform.lm.streaming_run`)."""
         from sigform.lm.streaming_run import run_stream
 
-        return run_stream(self.prepare(messages, **kwargs))  # invalid settings fail here, not when iterated
+        return run_stream(self._prepare(messages, kwargs))  # invalid settings fail here, not when iterated
 
     def astream(
         self, messages: list[Message] | str, **kwargs: Any
@@ -426,7 +432,7 @@ class LM:
         """Async :meth:`stream`."""
         from sigform.lm.streaming_run import arun_stream
 
-        return arun_stream(self.prepare(messages, **kwargs))
+        return arun_stream(self._prepare(messages, kwargs))
 
 
 def _header_dict(value: Any) -> dict[str, str]:
