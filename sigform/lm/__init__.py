@@ -1,15 +1,21 @@
 """The LM layer: ``sigform.LM`` over litellm (plus an openai-SDK fast path), cache, retries,
 credentials, parameter schema, history and streaming.
 
+Its options are declared once (:class:`LMOptions`); every call goes through one lifecycle
+(``LM.prepare`` -> :class:`Call`: before / done / failed); what carries requests is a
+:class:`Backend` (the openai SDK's, litellm's, or one given with ``LM(model, backend=...)``).
+
 Importing this package does not import litellm or the openai SDK; they load on the first call.
 """
 
 from __future__ import annotations
 
+from sigform.lm.backend import Backend
 from sigform.lm.cache import ResponseCache, cache_directory, clear_caches, get_cache
 from sigform.lm.credentials import Credential, CredentialError
 from sigform.lm.history import HistoryEntry, global_history, inspect_history
 from sigform.lm.interface import Completion, LMProtocol, ToolCall, Usage
+from sigform.lm.lifecycle import Call
 from sigform.lm.model import LM, ParameterWarning
 from sigform.lm.options import LMOptions
 from sigform.lm.params import ParameterError, ParamSpec
@@ -18,6 +24,8 @@ from sigform.lm.streaming import StreamDelta
 
 __all__ = [
     "LM",
+    "Backend",
+    "Call",
     "Completion",
     "Credential",
     "CredentialError",
