@@ -7,6 +7,7 @@ credential resolution, a parameter schema, lifecycle hooks, history and usage to
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections import deque
@@ -380,7 +381,7 @@ class LM:
             if route.refresh is not None:
                 keyed.api_base = None  # a moving endpoint (local server port) is not its identity
             key = cache_key(keyed, rollout_id=rollout_id)
-        policy = RetryPolicy(num_retries=num_retries, base_delay=options.retry_delay)
+        policy = _policy(num_retries, options.retry_delay)
         return Call(self, route, request, n, key, policy, self._ledger, started)
 
     # -- calls -----------------------------------------------------------------------------
@@ -433,6 +434,12 @@ class LM:
         from sigform.lm.streaming_run import arun_stream
 
         return arun_stream(self._prepare(messages, kwargs))
+
+
+@functools.lru_cache(maxsize=64)
+def _policy(num_retries: int, retry_delay: float) -> RetryPolicy:
+    """The (immutable) retry policy for these settings, built once: every call needs one."""
+    return RetryPolicy(num_retries=num_retries, base_delay=retry_delay)
 
 
 def _header_dict(value: Any) -> dict[str, str]:
