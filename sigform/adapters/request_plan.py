@@ -23,7 +23,7 @@ from sigform.adapters.native_tools import TextSignature
 from sigform.conversation.layout import Layout
 
 if TYPE_CHECKING:
-    from sigform.adapters.base import Adapter
+    from sigform.adapters.formatting import PromptWriter
 
 __all__ = ["RequestPlan", "build_request_plan"]
 
@@ -45,7 +45,7 @@ class RequestPlan:
         )
         self.layout = _LAYOUT
 
-    def messages(self, adapter: Adapter, inputs: Mapping[str, Any]) -> list[Message] | None:
+    def messages(self, adapter: PromptWriter, inputs: Mapping[str, Any]) -> list[Message] | None:
         """The request's messages for ``inputs``; ``None`` when an input is missing (the generic
         path then raises its error)."""
         out = [self.first]
@@ -68,7 +68,7 @@ class RequestPlan:
         ]
 
 
-def build_request_plan(adapter: Adapter, signature: Any) -> RequestPlan | None:
+def build_request_plan(adapter: PromptWriter, signature: Any) -> RequestPlan | None:
     """The plan of ``signature``'s requests, or ``None`` when they need the generic path."""
     if adapter.templates.overridden or not adapter.standard_formatting():
         return None

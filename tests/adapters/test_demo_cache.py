@@ -66,7 +66,7 @@ def _count_renders(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls[0] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("sigform.adapters.base.render_demos", counting)
+    monkeypatch.setattr("sigform.adapters.formatting.render_demos", counting)
     return calls
 
 

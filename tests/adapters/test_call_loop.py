@@ -97,3 +97,13 @@ def test_base_adapter_keeps_the_request_name() -> None:
     from sigform.adapters import base
 
     assert base.Request is Request and isinstance(Adapter(), Adapter)
+
+
+def test_the_adapter_base_class_is_split_by_job() -> None:
+    """Writing messages, reading answers and the call loop are three modules of a readable size
+    (base.py was 852 lines holding all three)."""
+    from sigform.adapters.formatting import PromptWriter
+
+    assert issubclass(Adapter, PromptWriter) and "format" not in vars(Adapter) and "parse" in vars(Adapter)
+    for name in ("base", "formatting", "call_loop", "field_values"):
+        assert len((ADAPTERS / f"{name}.py").read_text(encoding="utf-8").splitlines()) < 450, name
