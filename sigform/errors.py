@@ -1,15 +1,51 @@
-"""One exception hierarchy for every sigform failure.
+"""Every error sigform raises on purpose, in one place.
 
-Everything sigform raises on purpose derives from :class:`SigformError`, so callers can catch
-one type. Parse errors carry what the LM actually wrote (``raw``) so nothing is lost, and every
-message is written to be read by a person: which field, what was expected, what was seen.
-Secrets never appear here: LM errors carry the provider's message, never request headers.
+Everything derives from :class:`SigformError`, so callers can catch one type. Parse errors carry
+what the LM actually wrote (``raw``) so nothing is lost, and every message is written to be read
+by a person: which field, what was expected, what was seen. Secrets never appear here: LM errors
+carry the provider's message, never request headers, and an error raised while a credential is
+being resolved never chains the exception it replaces (see :mod:`sigform.lm.credentials`).
+
+The hierarchy (a second base class lets ``except ValueError`` / ``except TypeError`` work too)::
+
+    SigformError
+    ├── SignatureError (TypeError) ......... a malformed signature: names, types, no outputs
+    ├── InputError (TypeError) ............. a program called with missing/unknown/bad inputs
+    │   └── ParameterError (ValueError) .... a request setting with an invalid value
+    ├── ParseError ......................... LM output not turned into typed values
+    │   ├── StructureError ................. the answer format was not followed
+    │   └── FieldValueError ................ a field found, its value does not validate
+    ├── JSONTextError (ValueError) ......... text holds no single readable JSON value
+    ├── ToolError .......................... a tool defined or used wrongly
+    │   └── ToolArgumentsError ............. a tool call's arguments do not fit its schema
+    ├── BatchError ......................... too many examples of a batch failed
+    ├── ProgramStateError (ValueError) ..... saved state that does not fit the program
+    ├── MetricValueError (TypeError) ....... a metric returned neither bool nor number
+    ├── RequestVetoed ...................... a callback's on_request stopped the call
+    ├── CacheEntryError (ValueError) ....... a stored cache value is no valid entry (a miss)
+    ├── MalformedResponseError (ValueError)  an HTTP 200 body that is not a chat completion
+    ├── ScriptError ........................ the scripted test LM cannot answer a call
+    └── LMError ............................ a language-model call failed
+        ├── AuthenticationError ............ credentials rejected (never retried)
+        ├── CredentialError ................ a credential could not be resolved (never retried)
+        ├── RateLimitError ................. slow down (retried, honouring Retry-After)
+        ├── ContextWindowError ............. the request does not fit the window
+        ├── BadRequestError ................ malformed or unsupported request (never retried)
+        ├── LMTimeoutError ................. the call timed out (retried)
+        ├── ProviderError .................. 5xx or connection failure (retried)
+        └── LocalModelError ................ the embedded model could not be used
+
+:class:`FieldError` is not an exception: one failing field (name, expected type, what was seen,
+why), listed by :class:`ParseError` and :class:`ToolArgumentsError`. Warnings (``UserWarning``
+subclasses such as ``ParameterWarning`` or ``CacheWarning``) stay beside the code that warns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from sigform.excerpt import shorten
 
 if TYPE_CHECKING:
     from sigform.predict.batch import Failure
@@ -18,7 +54,9 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BatchError",
+    "CacheEntryError",
     "ContextWindowError",
+    "CredentialError",
     "FieldError",
     "FieldValueError",
     "InputError",
@@ -26,32 +64,21 @@ __all__ = [
     "LMError",
     "LMTimeoutError",
     "LocalModelError",
+    "MalformedResponseError",
+    "MetricValueError",
+    "ParameterError",
     "ParseError",
     "ProgramStateError",
     "ProviderError",
     "RateLimitError",
+    "RequestVetoed",
+    "ScriptError",
     "SigformError",
     "SignatureError",
     "StructureError",
     "ToolArgumentsError",
     "ToolError",
-    "shorten",
 ]
-
-_SHOW_CHARS = 160
-
-
-def shorten(text: Any, limit: int = _SHOW_CHARS) -> str:
-    """Return ``text`` as a one-glance string: repr-like, at most ``limit`` characters."""
-    s = text if isinstance(text, str) else repr(text)
-    if len(s) > 4 * limit >= 64:
-        s = s[:limit] + s[-limit:]  # only its ends show: escape those, not all of a 1 MB completion
-    s = s.replace("\r", "\\r").replace("\n", "\\n")
-    if len(s) > limit:
-        head = limit * 2 // 3
-        tail = limit - head - 5
-        s = f"{s[:head]} ... {s[-tail:]}"
-    return s
 
 
 class SigformError(Exception):
@@ -64,6 +91,10 @@ class SignatureError(SigformError, TypeError):
 
 class InputError(SigformError, TypeError):
     """A program was called with missing, unknown or invalid inputs (raised before any LM call)."""
+
+
+class ParameterError(InputError, ValueError):
+    """A request setting has an invalid value, or does not apply to the model in strict mode."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +207,33 @@ class ProgramStateError(SigformError, ValueError):
     """Saved program state does not fit the program it is loaded into (or is malformed)."""
 
 
+class MetricValueError(SigformError, TypeError):
+    """A metric returned something that is not a bool or a finite number."""
+
+
+class RequestVetoed(SigformError):
+    """A callback's ``on_request`` vetoed an LM request (nothing was sent)."""
+
+    def __init__(self, reason: str, *, callback: str | None = None) -> None:
+        self.reason = reason
+        self.callback = callback
+        where = f" by {callback}" if callback else ""
+        super().__init__(f"LM request vetoed{where}: {reason}")
+
+
+class CacheEntryError(SigformError, ValueError):
+    """A stored cache value is not a valid entry of this sigform (a miss, never an answer)."""
+
+
+class MalformedResponseError(SigformError, ValueError):
+    """A successful (HTTP 200) response whose body is not a chat completion."""
+
+
+class ScriptError(SigformError):
+    """The script cannot answer a call: it is exhausted, has no matching entry, or holds an item
+    of an unsupported kind. Not an :class:`~sigform.errors.LMError`, so retry logic never hides it."""
+
+
 class LMError(SigformError):
     """A language-model call failed. ``provider_message`` keeps what the provider said."""
 
@@ -197,6 +255,12 @@ class LMError(SigformError):
 
 class AuthenticationError(LMError):
     """The provider rejected the credentials (never retried)."""
+
+
+class CredentialError(LMError):
+    """A credential or connection setting could not be resolved (the value itself is never shown).
+
+    An :class:`~sigform.errors.LMError` (the call could not be made), never retried."""
 
 
 class RateLimitError(LMError):

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sigform.errors import SigformError
+from sigform.errors import RequestVetoed, SigformError
 from sigform.settings import get_setting
 
 __all__ = [
@@ -59,16 +59,6 @@ EVENTS: tuple[str, ...] = (
     "module_start",
     "module_end",
 )
-
-
-class RequestVetoed(SigformError):
-    """A callback's ``on_request`` vetoed an LM request (nothing was sent)."""
-
-    def __init__(self, reason: str, *, callback: str | None = None) -> None:
-        self.reason = reason
-        self.callback = callback
-        where = f" by {callback}" if callback else ""
-        super().__init__(f"LM request vetoed{where}: {reason}")
 
 
 class Event:

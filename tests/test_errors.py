@@ -116,3 +116,78 @@ def test_one_null_handler_on_the_package_logger() -> None:
     import sigform.predict  # noqa: F401  (subpackages add no handler of their own)
 
     assert not logging.getLogger("sigform.predict").handlers
+
+
+def test_every_sigform_error_is_defined_in_the_errors_module() -> None:
+    """One module holds the whole hierarchy (CredentialError, ParameterError, RequestVetoed and
+    others used to live beside their code)."""
+    elsewhere = set()
+    for module in _all_modules():
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            private = obj.__name__.startswith("_")  # control flow that never escapes its module
+            if issubclass(obj, SigformError) and obj.__module__ != "sigform.errors" and not private:
+                elsewhere.add(f"{obj.__module__}.{obj.__qualname__}")
+    assert sorted(elsewhere) == []
+
+
+def test_the_errors_docstring_draws_every_error_class() -> None:
+    doc = errors.__doc__ or ""
+    classes = {name for name in errors.__all__ if isinstance(getattr(errors, name), type)}
+    drawn = {name for name in classes if issubclass(getattr(errors, name), BaseException)}
+    missing = [n for n in drawn if f" {n} " not in doc.replace("\n", " ")]
+    assert len(drawn) == len(classes) - 1 and missing == []  # FieldError is no exception
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("sigform.lm.credentials", "CredentialError"),
+        ("sigform.lm", "CredentialError"),
+        ("sigform.lm.params", "ParameterError"),
+        ("sigform.lm", "ParameterError"),
+        ("sigform.hooks", "RequestVetoed"),
+        ("sigform.evaluation", "MetricValueError"),
+        ("sigform.evaluation.metrics", "MetricValueError"),
+        ("sigform.lm.cache_codec", "CacheEntryError"),
+        ("sigform.lm.response", "MalformedResponseError"),
+        ("sigform.testing", "ScriptError"),
+        ("sigform.testing.scripted", "ScriptError"),
+        ("sigform", "RequestVetoed"),
+        ("sigform", "CredentialError"),
+        ("sigform", "ParameterError"),
+    ],
+)
+def test_errors_moved_into_the_errors_module_keep_their_old_import_paths(module: str, name: str) -> None:
+    assert getattr(importlib.import_module(module), name) is getattr(errors, name)
+
+
+def test_the_text_excerpt_utility_is_not_part_of_the_errors_module() -> None:
+    from sigform.excerpt import shorten
+
+    assert "shorten" not in errors.__all__
+    assert shorten("a\nb" * 200, 20) == "a\\nba\\nba\\nba ... nb"
+
+
+def test_the_cause_of_a_user_facing_error_is_chained() -> None:
+    """Where no secret can be in it, the original exception stays reachable (``raise ... from exc``)."""
+    from sigform.types.names import resolve_type_name
+
+    with pytest.raises(sigform.SignatureError) as info:
+        resolve_type_name("list[")
+    assert isinstance(info.value.__cause__, SyntaxError)
+
+    def lookup(x: NoSuchType) -> int:  # type: ignore[name-defined]  # noqa: F821
+        return 0
+
+    with pytest.raises(sigform.ToolError) as tool_info:
+        sigform.Tool(lookup)
+    assert isinstance(tool_info.value.__cause__, NameError)
+
+
+def test_a_credential_error_never_chains_what_it_replaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sigform.lm.credentials import Credential
+
+    monkeypatch.delenv("SIGFORM_TEST_UNSET_KEY", raising=False)
+    with pytest.raises(errors.CredentialError) as info:
+        Credential("api_key", "env:SIGFORM_TEST_UNSET_KEY").get()
+    assert info.value.__cause__ is None and info.value.__suppress_context__

@@ -12,7 +12,8 @@ from typing import Any
 
 from sigform.adapters.extraction import Extracted
 from sigform.adapters.fields import FieldView
-from sigform.errors import FieldError, FieldValueError, StructureError, shorten
+from sigform.errors import FieldError, FieldValueError, StructureError
+from sigform.excerpt import shorten
 
 __all__ = ["typed_outputs"]
 

@@ -12,8 +12,8 @@ __all__ = ["main"]
 def _positive(text: str) -> int:
     try:
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from exc
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value

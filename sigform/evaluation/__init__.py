@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     "ExampleRecord": "sigform.evaluation.result",
     "LabelLeakWarning": "sigform.evaluation.leaks",
     "MetricErrorWarning": "sigform.evaluation.runner",
-    "MetricValueError": "sigform.evaluation.metrics",
+    "MetricValueError": "sigform.errors",
     "Score": "sigform.evaluation.stats",
     "TypedMatch": "sigform.evaluation.metrics",
     "aevaluate": "sigform.evaluation.runner",
@@ -54,9 +54,10 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports("sigform.evaluation", _EXPORTS, globals())
 
 if TYPE_CHECKING:
+    from sigform.errors import MetricValueError
     from sigform.evaluation.leaks import LabelLeakWarning
     from sigform.evaluation.matching import Comparison, compare
-    from sigform.evaluation.metrics import MetricValueError, TypedMatch
+    from sigform.evaluation.metrics import TypedMatch
     from sigform.evaluation.result import EvaluationResult, ExampleRecord
     from sigform.evaluation.runner import Evaluate, MetricErrorWarning, aevaluate, evaluate
     from sigform.evaluation.stats import Score, paired_difference, score_of

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from sigform.errors import shorten
+from sigform.excerpt import shorten
 
 if TYPE_CHECKING:
     from sigform.evaluation.result import EvaluationResult, ExampleRecord

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, get_type_hints
 
+from sigform.probes import probe
 from sigform.types.inspection import (
     args_of,
     cache_key,
@@ -73,10 +74,7 @@ def typed_gold(value: Any, annotation: Any) -> Any:
     """``value`` validated as ``annotation`` (lax: JSON-style gold data), or as is if it does not fit."""
     if annotation is Any or value is None:
         return value
-    try:
-        return _type_adapter(annotation).validate_python(value)
-    except Exception:
-        return value
+    return probe("gold value as its type", lambda: _type_adapter(annotation).validate_python(value), value)
 
 
 def compare(predicted: Any, gold: Any, annotation: Any = Any, how: Comparison = Comparison()) -> float:
@@ -112,10 +110,8 @@ def _record_hints(base: Any, gold: Any) -> dict[str, Any] | None:
     if is_model_type(base):
         return {name: f.annotation for name, f in base.model_fields.items()}
     if is_dataclass_type(base) or is_typeddict_type(base):
-        try:
-            return get_type_hints(base)
-        except Exception:
-            return dict(getattr(base, "__annotations__", {}))
+        declared = dict(getattr(base, "__annotations__", {}))
+        return probe("type hints of a gold record", lambda: get_type_hints(base), declared)
     if isinstance(gold, Mapping) and (origin_of(base) in (dict, Mapping) or base in (dict, Any)):
         value_type = args_of(base)[1] if len(args_of(base)) == 2 else Any
         return {key: value_type for key in gold}
@@ -201,7 +197,4 @@ def _same(pred: Any, gold: Any, base: Any, how: Comparison) -> bool:
         return left == right if how.case_sensitive else left.casefold() == right.casefold()
     if isinstance(gold, bool) != isinstance(pred, bool):
         return False  # True == 1 in Python; a bool never matches a number here
-    try:
-        return bool(pred == gold)
-    except Exception:
-        return False
+    return probe("prediction == gold", lambda: bool(pred == gold), False)

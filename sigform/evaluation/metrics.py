@@ -12,16 +12,12 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sigform.errors import SigformError
+from sigform.errors import MetricValueError
 from sigform.evaluation.matching import Comparison, compare
 
 __all__ = ["Metric", "MetricValueError", "TypedMatch", "field_types", "metric_name", "metric_score"]
 
 Metric = Callable[[Any, Any], Any]
-
-
-class MetricValueError(SigformError, TypeError):
-    """A metric returned something that is not a bool or a finite number."""
 
 
 class TypedMatch:

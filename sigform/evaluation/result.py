@@ -199,8 +199,8 @@ class EvaluationResult:
         """The records as a pandas DataFrame (one row per example; needs pandas installed)."""
         try:
             import pandas as pd
-        except ImportError:
-            raise ImportError("to_pandas() needs pandas: pip install pandas") from None
+        except ImportError as exc:
+            raise ImportError("to_pandas() needs pandas: pip install pandas") from exc
         rows = []
         for record in self.to_records():
             nested = ("inputs", "gold", "prediction", "field_scores")

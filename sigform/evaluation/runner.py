@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sigform.errors import ParseError, shorten
+from sigform.errors import ParseError
 from sigform.evaluation.leaks import LabelLeakWarning, program_leaks
 from sigform.evaluation.metrics import Metric, TypedMatch, field_types, metric_name, metric_score
 from sigform.evaluation.result import EvaluationResult, ExampleRecord
+from sigform.excerpt import shorten
 from sigform.predict.batch import worker_count
 from sigform.predict.example import Example, Record
 from sigform.predict.executors import ThreadExecutor

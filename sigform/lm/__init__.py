@@ -10,15 +10,16 @@ Importing this package does not import litellm or the openai SDK; they load on t
 
 from __future__ import annotations
 
+from sigform.errors import CredentialError, ParameterError
 from sigform.lm.backend import Backend
 from sigform.lm.cache import ResponseCache, cache_directory, clear_caches, get_cache
-from sigform.lm.credentials import Credential, CredentialError
+from sigform.lm.credentials import Credential
 from sigform.lm.history import HistoryEntry, global_history, inspect_history
 from sigform.lm.interface import Completion, LMProtocol, ToolCall, Usage
 from sigform.lm.lifecycle import Call
 from sigform.lm.model import LM, ParameterWarning
 from sigform.lm.options import LMOptions
-from sigform.lm.params import ParameterError, ParamSpec
+from sigform.lm.params import ParamSpec
 from sigform.lm.retry import RetryPolicy
 from sigform.lm.streaming import StreamDelta
 

@@ -13,17 +13,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sigform.errors import SigformError
+from sigform.errors import CacheEntryError
 from sigform.lm.interface import Completion, ToolCall, Usage
 
 __all__ = ["CacheEntryError", "decode", "encode"]
 
 _MAGIC = b"sigform-completions/1\n"
 _USAGE_INTS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens")
-
-
-class CacheEntryError(SigformError, ValueError):
-    """A stored cache value is not a valid entry of this sigform (a miss, never an answer)."""
 
 
 def _usage(u: Usage) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from sigform.probes import probe
+
 __all__ = ["ConnectionFailure", "connection_failure"]
 
 _MAX_DEPTH = 12
@@ -47,9 +49,8 @@ def _safe_url(request: Any) -> str | None:
     """The request's URL without user info, query or fragment (they may hold credentials)."""
     if request is None:
         return None
-    try:
-        url = str(request.url)
-    except Exception:  # httpx raises when an error carries no request
+    url = probe("URL of a failed request", lambda: str(request.url), None)  # httpx raises without one
+    if url is None:
         return None
     parts = urlsplit(url)
     if not parts.scheme or not parts.hostname:

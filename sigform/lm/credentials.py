@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
 
-from sigform.errors import LMError
+from sigform.errors import CredentialError
 
 __all__ = [
     "CMD_TIMEOUT",
@@ -67,12 +67,6 @@ CONNECTION_SETTINGS = frozenset(
 CMD_TIMEOUT = 30.0
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
 _SECRET_SUFFIXES = ("api_key", "_key", "_token", "_secret", "password", "_credentials", "secret_access_key")
-
-
-class CredentialError(LMError):
-    """A credential or connection setting could not be resolved (the value itself is never shown).
-
-    An :class:`~sigform.errors.LMError` (the call could not be made), never retried."""
 
 
 # request parameters whose names look like secrets but are not (OpenAI's cache routing key)

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from sigform.lm.request import Request
+from sigform.probes import probe
 from sigform.provider.litellm_import import import_litellm
 
 __all__ = ["LiteLLMBackend", "capability", "get_backend", "provider_of", "supported_params"]
@@ -25,21 +26,23 @@ _PLACEHOLDER_KEY = "sk-no-key-required"
 def provider_of(model: str, api_base: str | None = None) -> str:
     """litellm's provider name for ``model`` (``openai``, ``anthropic``, ...); ``"unknown"`` if none."""
     litellm = import_litellm()
-    try:
-        return str(litellm.get_llm_provider(model=model, api_base=api_base)[1])
-    except Exception:
-        return "unknown"
+    return probe(
+        f"litellm provider of {model!r}",
+        lambda: str(litellm.get_llm_provider(model=model, api_base=api_base)[1]),
+        "unknown",
+    )
 
 
 def supported_params(model: str, provider: str) -> frozenset[str] | None:
     """The OpenAI-style parameters litellm knows ``model`` accepts (None when it does not know)."""
     litellm = import_litellm()
-    try:
-        names = litellm.get_supported_openai_params(
+    names = probe(
+        f"litellm parameters of {model!r}",
+        lambda: litellm.get_supported_openai_params(
             model=_bare(model, provider), custom_llm_provider=provider
-        )
-    except Exception:
-        return None
+        ),
+        None,
+    )
     return frozenset(names) if names else None
 
 
@@ -53,14 +56,11 @@ def capability(feature: str, model: str, provider: str) -> bool:
         "reasoning": lambda: litellm.supports_reasoning(model=bare, custom_llm_provider=provider),
         "multimodal": lambda: litellm.supports_vision(model=bare, custom_llm_provider=provider),
     }
-    try:
-        if feature in checks:
-            return bool(checks[feature]())
-        if feature in ("json_object", "stop"):
-            params = supported_params(model, provider) or frozenset()
-            return ("response_format" if feature == "json_object" else "stop") in params
-    except Exception:
-        return False
+    if feature in checks:
+        return probe(f"litellm: does {model!r} support {feature}", lambda: bool(checks[feature]()), False)
+    if feature in ("json_object", "stop"):
+        params = supported_params(model, provider) or frozenset()
+        return ("response_format" if feature == "json_object" else "stop") in params
     return False
 
 
@@ -69,10 +69,11 @@ def is_openai_reasoning(model: str, provider: str) -> bool:
     if provider not in ("openai", "azure"):
         return False
     litellm = import_litellm()
-    try:
-        return bool(litellm.supports_reasoning(model=_bare(model, provider), custom_llm_provider=provider))
-    except Exception:
-        return False
+    return probe(
+        f"litellm: is {model!r} a reasoning model",
+        lambda: bool(litellm.supports_reasoning(model=_bare(model, provider), custom_llm_provider=provider)),
+        False,
+    )
 
 
 def _bare(model: str, provider: str) -> str:
@@ -109,10 +110,11 @@ class LiteLLMBackend:
         hidden = getattr(response, "_hidden_params", None) or {}
         cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
         if cost is None:
-            try:
-                cost = import_litellm().completion_cost(completion_response=response)
-            except Exception:
-                cost = None
+            cost = probe(
+                "litellm cost of a response",
+                lambda: import_litellm().completion_cost(completion_response=response),
+                None,
+            )
         return response.model_dump(), (float(cost) if cost is not None else None)
 
     def complete(self, req: Request) -> tuple[dict[str, Any], float | None]:

@@ -34,6 +34,7 @@ from sigform.lm.client_pool import ClientPool, Lease
 from sigform.lm.request import Request
 from sigform.lm.response import parse_body
 from sigform.lm.sdk_session import session_post
+from sigform.probes import probe
 
 __all__ = ["FAST_PROVIDERS", "MAX_CLIENTS", "OpenAIBackend", "request_model_name"]
 
@@ -364,10 +365,8 @@ def _direct_for(client: Any) -> _Direct | None:
         return _directs[client]
     except KeyError:
         pass
-    try:
-        direct: _Direct | None = _Direct(client)
-    except Exception:  # an SDK whose internals moved: the public path still works
-        direct = None
+    # None: an SDK whose internals moved; the public path still works
+    direct: _Direct | None = probe("the OpenAI SDK's request template", lambda: _Direct(client), None)
     _directs[client] = direct
     return direct
 
@@ -379,10 +378,8 @@ def _async_transport() -> Any:
     more than the request itself at 64+ concurrent calls; aiohttp's pool does not."""
     import openai
 
-    try:
-        return openai.DefaultAioHttpClient()
-    except Exception:  # aiohttp missing: the SDK's default httpx transport
-        return None
+    # None when aiohttp is missing: the SDK's default httpx transport
+    return probe("the OpenAI SDK's aiohttp transport", openai.DefaultAioHttpClient, None)
 
 
 async def _close_at_loop_shutdown(pool: ClientPool) -> AsyncIterator[None]:

@@ -17,13 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sigform.errors import InputError, shorten
+from sigform.errors import ParameterError
+from sigform.excerpt import shorten
 
 __all__ = ["BASE_SPECS", "ParamSpec", "ParameterError", "build_schema", "nest_dotted"]
-
-
-class ParameterError(InputError, ValueError):
-    """A request setting has an invalid value, or does not apply to the model in strict mode."""
 
 
 def _number(lo: float | None, hi: float | None) -> Callable[[Any], bool]:

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sigform.errors import SigformError
+from sigform.errors import MalformedResponseError
 from sigform.lm.interface import Completion, ToolCall, Usage
 
 __all__ = [
@@ -28,10 +28,6 @@ __all__ = [
     "reasoning_of",
     "text_of",
 ]
-
-
-class MalformedResponseError(SigformError, ValueError):
-    """A successful (HTTP 200) response whose body is not a chat completion."""
 
 
 def parse_body(content: bytes | str) -> dict[str, Any]:

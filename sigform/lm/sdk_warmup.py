@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 import threading
 
+from sigform.probes import probe
+
 __all__ = ["may_use_sdk", "warm_up_sdk"]
 
 _started = threading.Event()
@@ -45,10 +47,12 @@ def warm_up_sdk() -> None:
 
 
 def _import_sdk() -> None:
-    try:
-        import openai
+    # on failure the first request imports it again and reports the error there
+    probe("warming up the OpenAI SDK", _build_client, None)
 
-        # building a client loads its HTTP transport (connection pool, protocol modules)
-        openai.OpenAI(api_key="sigform-warm-up", base_url="http://127.0.0.1:9/v1", max_retries=0).close()
-    except Exception:  # the first request imports it again and reports the error there
-        pass
+
+def _build_client() -> None:
+    import openai
+
+    # building a client loads its HTTP transport (connection pool, protocol modules)
+    openai.OpenAI(api_key="sigform-warm-up", base_url="http://127.0.0.1:9/v1", max_retries=0).close()

@@ -22,6 +22,7 @@ from sigform.optimize.report import OptimizationReport, Trial
 from sigform.predict.example import Example
 from sigform.predict.module import Module
 from sigform.predict.runstate import track_usage
+from sigform.probes import probe
 
 __all__ = ["Optimizer", "fits", "passes"]
 
@@ -44,10 +45,8 @@ def as_demo(example: Example, predictor: Any) -> Example:
 
 def passes(metric: Metric, example: Example, prediction: Any, threshold: float) -> bool:
     """Whether ``prediction`` is good enough to keep as a demo (a metric that raises: no)."""
-    try:
-        return metric_score(metric, example, prediction) >= threshold
-    except Exception:
-        return False
+    score = probe("the metric of a demo candidate", lambda: metric_score(metric, example, prediction), None)
+    return score is not None and score >= threshold
 
 
 class Optimizer:

@@ -29,6 +29,7 @@ from sigform.optimize.trace import TraceStep, tracing
 from sigform.predict.example import Example
 from sigform.predict.module import Module
 from sigform.predict.runstate import rollout, track_usage
+from sigform.probes import probe
 
 __all__ = ["BootstrapFewShot"]
 
@@ -185,10 +186,12 @@ class BootstrapFewShot(Optimizer):
         hidden = self._hide_own_label(teacher, example) if built else []
         try:
             with tracing() as steps:
-                try:
-                    prediction = teacher(**example.to_dict("inputs"))
-                except Exception:
+                # a teacher that fails on an example gives no demo (logged at debug level)
+                inputs = example.to_dict("inputs")
+                answered = probe("the teacher on a training example", lambda: (teacher(**inputs),), None)
+                if answered is None:
                     return None
+                prediction = answered[0]
             return steps if passes(metric, example, prediction, self.threshold) else None
         finally:
             for predictor, demos in hidden:

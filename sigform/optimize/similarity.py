@@ -37,11 +37,11 @@ class BM25Index:
             with warnings.catch_warnings():  # bm25s imports tqdm.auto, which warns in notebooks
                 warnings.filterwarnings("ignore", message="IProgress not found")
                 import bm25s
-        except ImportError:
+        except ImportError as exc:
             raise ImportError(
                 "nearest-neighbour demos with the BM25 index need the bm25s package: "
                 "pip install 'sigform[optimize]' (or pass embedder= to use embeddings)"
-            ) from None
+            ) from exc
         corpus = [tokens(t) or ["\x00empty"] for t in texts]
         self._size = len(corpus)
         self._index = bm25s.BM25()

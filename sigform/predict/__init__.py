@@ -16,7 +16,7 @@ from sigform._lazy import lazy_exports
 # name -> defining module, loaded on first access (PEP 562): a program that only predicts never
 # imports batching, executors, progress bars, BestOfN/Refine or voting
 _EXPORTS: dict[str, str] = {
-    "BatchError": "sigform.predict.batch",
+    "BatchError": "sigform.errors",
     "BestOfN": "sigform.predict.best_of_n",
     "ChainOfThought": "sigform.predict.chain_of_thought",
     "Completions": "sigform.predict.prediction",
@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "Predict": "sigform.predict.predict",
     "Prediction": "sigform.predict.prediction",
     "PredictionMeta": "sigform.predict.prediction",
-    "ProgramStateError": "sigform.predict.persistence",
+    "ProgramStateError": "sigform.errors",
     "Refine": "sigform.predict.best_of_n",
     "ThreadExecutor": "sigform.predict.executors",
     "UsageTracker": "sigform.predict.runstate",
@@ -60,13 +60,13 @@ __getattr__, __dir__ = lazy_exports('sigform.predict', _EXPORTS, globals())
 
 
 if TYPE_CHECKING:
-    from sigform.predict.batch import BatchError, Failure
+    from sigform.errors import BatchError, ProgramStateError
+    from sigform.predict.batch import Failure
     from sigform.predict.best_of_n import BestOfN, Refine
     from sigform.predict.chain_of_thought import ChainOfThought
     from sigform.predict.example import Example
     from sigform.predict.executors import Executor, ThreadExecutor
     from sigform.predict.module import Module
-    from sigform.predict.persistence import ProgramStateError
     from sigform.predict.predict import Predict
     from sigform.predict.prediction import Completions, Prediction, PredictionMeta
     from sigform.predict.runstate import UsageTracker, track_usage

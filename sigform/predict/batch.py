@@ -17,7 +17,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import Any
 
-from sigform.errors import BatchError, shorten
+from sigform.errors import BatchError
+from sigform.excerpt import shorten
 from sigform.lm.interface import Usage
 from sigform.predict.example import Example, Record
 from sigform.predict.executors import Executor, ThreadExecutor, as_executor

@@ -37,8 +37,8 @@ def _score(raw: Any) -> tuple[float, str | None]:
         feedback = None if feedback is None else str(feedback)
     try:
         value = float(raw)
-    except (TypeError, ValueError):
-        raise SigformError(f"reward_fn must return a number or (number, feedback), got {raw!r}") from None
+    except (TypeError, ValueError) as exc:
+        raise SigformError(f"reward_fn must return a number or (number, feedback), got {raw!r}") from exc
     if math.isnan(value):
         raise SigformError("reward_fn returned NaN")
     return value, feedback

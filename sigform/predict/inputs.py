@@ -21,7 +21,9 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sigform.errors import InputError, SigformError, shorten
+from sigform.errors import InputError, SigformError
+from sigform.excerpt import shorten
+from sigform.probes import probe
 from sigform.settings import get_setting
 from sigform.signatures import FieldSpec
 
@@ -32,12 +34,15 @@ Validator = Callable[[Any], Any]
 
 
 def _type_label(annotation: Any) -> str:
-    try:
-        from sigform.types import type_name
+    # the value engine may not know the type: a plain name is enough
+    plain = getattr(annotation, "__name__", None) or repr(annotation)
+    return probe("type name", lambda: _type_name(annotation), plain)
 
-        return type_name(annotation)
-    except Exception:  # the value engine may be absent or not know the type: a plain name is enough
-        return getattr(annotation, "__name__", None) or repr(annotation)
+
+def _type_name(annotation: Any) -> str:
+    from sigform.types import type_name
+
+    return type_name(annotation)
 
 
 def _build_validator(spec: FieldSpec) -> tuple[Validator, bool]:
@@ -61,11 +66,7 @@ def _build_validator(spec: FieldSpec) -> tuple[Validator, bool]:
 
             return check, False
         return (lambda value: value), True
-    try:
-        adapter.validate_python(None)
-        accepts_none = True
-    except Exception:
-        accepts_none = False
+    accepts_none = probe("does the input type accept None", lambda: _accepts(adapter, None), False)
     return adapter.validate_python, accepts_none
 
 
@@ -81,16 +82,26 @@ def _bool_as_number(value: Any, result: Any) -> bool:
     return False
 
 
+def _accepts(adapter: Any, value: Any) -> bool:
+    adapter.validate_python(value)
+    return True
+
+
+def _first_error(errors: Callable[[], Any], exc: Exception) -> str | None:
+    items = errors()
+    if not items:
+        return None
+    loc = ".".join(str(p) for p in items[0].get("loc", ()))
+    return (f"at {loc}: " if loc else "") + str(items[0].get("msg", exc))
+
+
 def _first_error_line(exc: Exception) -> str:
     errors = getattr(exc, "errors", None)
+    first = None
     if callable(errors):
-        try:
-            items = errors()
-            if items:
-                loc = ".".join(str(p) for p in items[0].get("loc", ()))
-                return (f"at {loc}: " if loc else "") + str(items[0].get("msg", exc))
-        except Exception:
-            pass
+        first = probe("the first validation error", lambda: _first_error(errors, exc), None)
+    if first:
+        return first
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
@@ -141,7 +152,7 @@ class InputChecker:
                 raise InputError(
                     f"{self._sig_name}: input `{name}` expects {_type_label(spec.annotation)}, got "
                     f"{type(value).__name__} {shorten(repr(value), 80)} ({_first_error_line(exc)})"
-                ) from None
+                ) from exc
         for name, value in out.items():
             where = _lone_surrogate(value)
             if where is not None:

@@ -26,12 +26,14 @@ import os
 import tempfile
 import warnings
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sigform.errors import ProgramStateError, SignatureError
 from sigform.lm.saved_state import request_options
 from sigform.predict.example import Example, as_example
+from sigform.probes import probe
 
 if TYPE_CHECKING:
     from sigform.predict.module import Module
@@ -51,7 +53,7 @@ def _jsonable(value: Any, where: str) -> Any:
     except PydanticSerializationError as exc:
         raise ProgramStateError(
             f"{where}: value of type {type(value).__name__} cannot be saved as JSON: {exc}"
-        ) from None
+        ) from exc
 
 
 def _lm_state(lm: Any) -> dict[str, Any] | None:
@@ -159,21 +161,25 @@ def save_program(program: Module, path: str | Path) -> Path:
     return target
 
 
+def _as_type(annotation: Any, value: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(annotation).validate_python(value)
+
+
 def _restore_demo(entry: Any, signature: Any, where: str) -> Example:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("values"), Mapping):
         raise ProgramStateError(f"{where}: malformed demo entry {entry!r}")
-    from pydantic import TypeAdapter
-
     values = dict(entry["values"])
     fields = signature.fields
     for key, value in values.items():
         spec = fields.get(key)
         if spec is None or value is None:
             continue
-        try:  # JSON gave back dicts/lists; rebuild models, Reasoning, etc. where the type says so
-            values[key] = TypeAdapter(spec.annotation).validate_python(value)
-        except Exception:
-            pass  # keep the saved value as is: it was this demo's value when saved
+        # JSON gave back dicts/lists; rebuild models, Reasoning, etc. where the type says so, else
+        # keep the saved value as is: it was this demo's value when saved
+        rebuild = partial(_as_type, spec.annotation, value)
+        values[key] = probe("a saved demo value as its type", rebuild, value)
     example = Example(values)
     inputs = entry.get("inputs")
     return example.with_inputs(*inputs) if inputs is not None else example
@@ -249,7 +255,7 @@ def load_program(
         try:
             signature = predictor.signature.load_state(entry["signature"])
         except SignatureError as exc:
-            raise SignatureError(f"predictor {name!r}: {exc}") from None
+            raise SignatureError(f"predictor {name!r}: {exc}") from exc
         demos = [
             _restore_demo(d, signature, f"{name}.demos[{i}]") for i, d in enumerate(entry.get("demos", []))
         ]
@@ -282,5 +288,5 @@ def load_program_file(
     try:
         state = json.loads(Path(path).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise ProgramStateError(f"{path}: not valid JSON ({type(exc).__name__}: {exc})") from None
+        raise ProgramStateError(f"{path}: not valid JSON ({type(exc).__name__}: {exc})") from exc
     load_program(program, state, restore_lm=restore_lm, api_key=api_key)

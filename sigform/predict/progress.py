@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any
 
+from sigform.probes import probe
+
 __all__ = ["BatchProgress", "progress_wanted"]
 
 
@@ -21,10 +23,7 @@ def _in_notebook() -> bool:
     shell = sys.modules.get("IPython")
     if shell is None or "ipykernel" not in sys.modules:
         return False
-    try:
-        ip = shell.get_ipython()  # type: ignore[attr-defined]
-    except Exception:
-        return False
+    ip = probe("the IPython shell", lambda: shell.get_ipython(), None)  # type: ignore[attr-defined]
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 

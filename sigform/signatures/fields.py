@@ -200,5 +200,5 @@ def _with_constraints(spec: FieldSpec) -> Any:
         raise SignatureError(
             f"field `{spec.name}`: constraints {dict(spec.constraints)} "
             f"are invalid for {spec.annotation!r}: {exc}"
-        ) from None
+        ) from exc
     return constrained

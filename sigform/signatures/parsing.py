@@ -71,7 +71,7 @@ def _parse_side(side: str, namespace: Mapping[str, Any], which: str) -> list[tup
         try:
             annotation = resolve_type_name(type_text.strip(), namespace) if colon else str
         except SignatureError as exc:
-            raise SignatureError(f"field `{name}`: {exc}") from None
+            raise SignatureError(f"field `{name}`: {exc}") from exc
         fields.append((name, annotation))
     return fields
 

@@ -273,7 +273,7 @@ def _resolve_annotations(cls: type, namespace: dict[str, Any]) -> dict[str, Any]
             try:
                 value = typing._eval_type(typing.ForwardRef(value), globalns, dict(vars(cls)))  # type: ignore[attr-defined]
             except Exception as exc:
-                raise SignatureError(f"{cls.__name__}.{key}: cannot resolve type {value!r}: {exc}") from None
+                raise SignatureError(f"{cls.__name__}.{key}: cannot resolve type {value!r}: {exc}") from exc
         resolved[key] = value
     return resolved
 

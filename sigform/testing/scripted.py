@@ -38,8 +38,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from sigform.errors import BadRequestError, SigformError, shorten
+from sigform.errors import BadRequestError, ScriptError
+from sigform.excerpt import shorten
 from sigform.lm.interface import Completion, Message, ToolCall, Usage
+from sigform.probes import probe
 
 __all__ = ["DEFAULT_FEATURES", "ScriptError", "ScriptedCall", "ScriptedLM", "last_user_text"]
 
@@ -47,11 +49,6 @@ DEFAULT_FEATURES: frozenset[str] = frozenset({"stop", "json_object"})
 
 _COMPLETION_FIELDS = frozenset(f.name for f in dataclasses.fields(Completion))
 _TEXT_PART_TYPES = frozenset({"text", "input_text"})
-
-
-class ScriptError(SigformError):
-    """The script cannot answer a call: it is exhausted, has no matching entry, or holds an item
-    of an unsupported kind. Not an :class:`~sigform.errors.LMError`, so retry logic never hides it."""
 
 
 class ScriptedCall(NamedTuple):
@@ -76,10 +73,8 @@ def _check_item(item: Any, where: str) -> None:
 
 def _snapshot(value: Any) -> Any:
     """Deep copy so later mutation by the caller cannot rewrite history; shallow if uncopyable."""
-    try:
-        return copy.deepcopy(value)
-    except Exception:
-        return copy.copy(value)
+    deep = probe("a deep copy", lambda: (copy.deepcopy(value),), None)
+    return copy.copy(value) if deep is None else deep[0]
 
 
 def _tool_call(value: Any) -> ToolCall:

@@ -39,7 +39,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sigform.errors import ToolError, shorten
+from sigform.errors import ToolError
+from sigform.excerpt import shorten
 from sigform.tools._invoke import call_inline
 from sigform.tools.display import shell_line
 from sigform.tools.process import CommandOutput, run_command

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sigform.probes import probe
+
 __all__ = ["ResultStatus", "ToolResult", "as_result", "render_for_llm"]
 
 ResultStatus = Literal["success", "error", "rejected", "cancelled"]
@@ -30,10 +32,8 @@ def render_for_llm(value: Any) -> str:
         return "null"
     from pydantic_core import to_jsonable_python
 
-    try:
-        return json.dumps(to_jsonable_python(value), ensure_ascii=False)
-    except Exception:
-        return repr(value)
+    as_json = probe("a tool result as JSON", lambda: _json_text(to_jsonable_python(value)), "")
+    return as_json or repr(value)
 
 
 @dataclass(frozen=True)
@@ -118,3 +118,7 @@ class ToolResult:
 def as_result(value: Any) -> ToolResult:
     """Wrap what a tool returned: a :class:`ToolResult` passes through, anything else is a success."""
     return value if isinstance(value, ToolResult) else ToolResult.success(value)
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

@@ -19,7 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from sigform.errors import FieldError, ToolArgumentsError, ToolError, shorten
+from sigform.errors import FieldError, ToolArgumentsError, ToolError
+from sigform.excerpt import shorten
+from sigform.probes import probe
 
 __all__ = ["args_model_from_function", "describe_function", "parameters_schema", "validate_arguments"]
 
@@ -74,8 +76,8 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
     globalns = getattr(inspect.unwrap(func), "__globals__", None)
     try:
         return typing.get_type_hints(SimpleNamespace(__annotations__=raw), globalns, include_extras=True)
-    except Exception:
-        raise ToolError(f"tool function {name}: cannot resolve its type hints: {first_error}") from None
+    except Exception as exc:
+        raise ToolError(f"tool function {name}: cannot resolve its type hints: {first_error}") from exc
 
 
 def args_model_from_function(func: Callable[..., Any], model_name: str) -> type[BaseModel]:
@@ -83,7 +85,7 @@ def args_model_from_function(func: Callable[..., Any], model_name: str) -> type[
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
-        raise ToolError(f"cannot read the signature of tool function {func!r}: {exc}") from None
+        raise ToolError(f"cannot read the signature of tool function {func!r}: {exc}") from exc
     hints = _type_hints(func)
     _, docs = describe_function(func)
     fields: dict[str, Any] = {}
@@ -104,7 +106,7 @@ def args_model_from_function(func: Callable[..., Any], model_name: str) -> type[
     try:
         return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload, no-any-return]
     except Exception as exc:
-        raise ToolError(f"tool function {model_name}: its parameters cannot form a schema: {exc}") from None
+        raise ToolError(f"tool function {model_name}: its parameters cannot form a schema: {exc}") from exc
 
 
 def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -112,7 +114,7 @@ def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
     try:
         schema = model.model_json_schema()
     except Exception as exc:
-        raise ToolError(f"arguments of {model.__name__} have no JSON schema: {exc}") from None
+        raise ToolError(f"arguments of {model.__name__} have no JSON schema: {exc}") from exc
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         if isinstance(prop, dict):
@@ -143,10 +145,7 @@ def _error_items(model: type[BaseModel], exc: ValidationError) -> list[FieldErro
 
 
 def _safe_type_name(type_name: Callable[[Any], str], annotation: Any) -> str:
-    try:
-        return type_name(annotation)
-    except Exception:
-        return repr(annotation)
+    return probe("type name", lambda: type_name(annotation), repr(annotation))
 
 
 def validate_arguments(
@@ -167,7 +166,7 @@ def validate_arguments(
                 f"arguments for tool `{tool}` are not valid JSON ({exc.msg} at position {exc.pos}): "
                 f"{shorten(arguments, 200)}",
                 tool=tool,
-            ) from None
+            ) from exc
     if not isinstance(arguments, Mapping):
         raise ToolArgumentsError(
             f"arguments for tool `{tool}` must be a JSON object, got {type(arguments).__name__}: "
@@ -179,5 +178,5 @@ def validate_arguments(
     except ValidationError as exc:
         raise ToolArgumentsError(
             f"invalid arguments for tool `{tool}`", tool=tool, errors=_error_items(model, exc)
-        ) from None
+        ) from exc
     return {name: getattr(validated, name) for name in type(validated).model_fields}

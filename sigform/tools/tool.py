@@ -24,7 +24,8 @@ from typing import Any, ClassVar, Union
 
 from pydantic import BaseModel
 
-from sigform.errors import ToolArgumentsError, ToolError, shorten
+from sigform.errors import ToolArgumentsError, ToolError
+from sigform.excerpt import shorten
 from sigform.tools._invoke import call_inline, invoke, run_sync
 from sigform.tools.chain import Chain
 from sigform.tools.display import escape_controls, shown_value

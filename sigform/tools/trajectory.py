@@ -120,7 +120,7 @@ class Trajectory:
 
 
 def _brief_args(call: CallRecord) -> str:
-    from sigform.errors import shorten
+    from sigform.excerpt import shorten
 
     if call.args is not None:
         return ", ".join(f"{k}={shorten(v, 60)}" for k, v in call.args.items())

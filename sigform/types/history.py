@@ -41,7 +41,7 @@ def _arguments_json(args: Any, where: str) -> str:
         try:
             decoded = json.loads(args)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}: arguments are not valid JSON ({exc.msg}): {_short(args)}") from None
+            raise ValueError(f"{where}: arguments are not valid JSON ({exc.msg}): {_short(args)}") from exc
         if not isinstance(decoded, dict):
             raise ValueError(f"{where}: arguments must be a JSON object, got {_short(args)}")
         return args

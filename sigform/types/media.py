@@ -102,7 +102,7 @@ def decode_base64(data: str, what: str) -> tuple[str, bytes]:
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise ValueError(f"{what}: data is not valid base64 ({exc})") from None
+        raise ValueError(f"{what}: data is not valid base64 ({exc})") from exc
     return data, raw
 
 

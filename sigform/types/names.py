@@ -115,7 +115,7 @@ def resolve_type_name(text: str, namespace: Mapping[str, Any] | None = None) -> 
     except (SyntaxError, ValueError) as exc:
         raise SignatureError(
             f"cannot read the type {text!r}: {exc.msg if isinstance(exc, SyntaxError) else exc}"
-        ) from None
+        ) from exc
     return _Resolver(ns, text).visit(tree.body)
 
 
@@ -191,8 +191,8 @@ class _Resolver:
         base = self.visit(node.value)
         try:
             return getattr(base, node.attr)
-        except AttributeError:
-            raise self.fail(f"unknown type name {ast.unparse(node)!r}") from None
+        except AttributeError as exc:
+            raise self.fail(f"unknown type name {ast.unparse(node)!r}") from exc
 
     def subscript(self, node: ast.Subscript) -> Any:
         base = self.visit(node.value)
@@ -207,7 +207,7 @@ class _Resolver:
         try:
             return base[args if len(args) != 1 else args[0]]
         except TypeError as exc:
-            raise self.fail(f"{ast.unparse(node.value)!r} cannot be subscripted ({exc})") from None
+            raise self.fail(f"{ast.unparse(node.value)!r} cannot be subscripted ({exc})") from exc
 
     def literal(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant) and isinstance(

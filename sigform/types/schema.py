@@ -20,6 +20,7 @@ import copy
 import threading
 from typing import Any
 
+from sigform.probes import probe
 from sigform.types.inspection import cache_key, split_optional, strip_annotated
 
 __all__ = ["json_schema", "strict_json_schema"]
@@ -68,9 +69,8 @@ def json_schema(annotation: Any) -> dict[str, Any]:
 def _build(annotation: Any) -> dict[str, Any]:
     from pydantic import TypeAdapter
 
-    try:
-        raw = TypeAdapter(annotation).json_schema()
-    except Exception:  # a type pydantic cannot describe: say only what it is called
+    raw = probe(f"JSON schema of {annotation!r}", TypeAdapter(annotation).json_schema, None)
+    if raw is None:  # a type pydantic cannot describe: say only what it is called
         from sigform.types.names import type_name
 
         return {"description": type_name(annotation)}

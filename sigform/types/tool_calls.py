@@ -10,7 +10,8 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from sigform.errors import FieldError, FieldValueError, shorten
+from sigform.errors import FieldError, FieldValueError
+from sigform.excerpt import shorten
 from sigform.lm.interface import ToolCall
 
 __all__ = ["ToolCalls"]
@@ -27,7 +28,7 @@ def _decode_args(args: Any, name: Any) -> Any:
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"arguments of tool {name!r} are not valid JSON ({exc.msg}): {shorten(args, 120)}"
-        ) from None
+        ) from exc
     if not isinstance(decoded, dict):
         raise ValueError(f"arguments of tool {name!r} must be a JSON object, got {shorten(args, 120)}")
     return decoded
@@ -169,7 +170,7 @@ class ToolCalls(BaseModel):
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"tool calls must be JSON ({exc.msg}); got {shorten(value, 120)}") from None
+                raise ValueError(f"tool calls must be JSON ({exc.msg}); got {shorten(value, 120)}") from exc
         return cls.model_validate(value)
 
     def __len__(self) -> int:

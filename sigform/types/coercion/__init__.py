@@ -14,7 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sigform.errors import FieldError, FieldValueError, shorten
+from sigform.errors import FieldError, FieldValueError
+from sigform.excerpt import shorten
+from sigform.probes import probe
 from sigform.types.coercion._plan import Invalid, adapter_for, plan_for
 from sigform.types.coercion._union import pydantic_message
 from sigform.types.names import type_name
@@ -66,14 +68,9 @@ def field_error(field: str, annotation: Any, value: Any, exc: BaseException) -> 
         if _RERAISE_INTERNAL:
             raise exc
         message = f"the value could not be read ({type(exc).__name__}: {shorten(str(exc), 80)})"
-    try:
-        expected = type_name(annotation)
-    except Exception:
-        expected = repr(annotation)
-    try:
-        seen = shorten(value)
-    except Exception:  # a pathological value (repr too deep): name its type only
-        seen = f"<{type(value).__name__}>"
+    expected = _safe_name(annotation)
+    # a pathological value (repr too deep): name its type only
+    seen = probe("excerpt of a value", lambda: shorten(value), f"<{type(value).__name__}>")
     return FieldError(field=field, expected=expected, seen=seen, message=message)
 
 
@@ -138,7 +135,4 @@ class FieldCoercer:
 
 
 def _safe_name(annotation: Any) -> str:
-    try:
-        return type_name(annotation)
-    except Exception:
-        return repr(annotation)
+    return probe("type name", lambda: type_name(annotation), repr(annotation))

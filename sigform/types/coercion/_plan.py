@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from sigform.probes import probe
 from sigform.types.inspection import cache_key
 
 __all__ = ["Invalid", "Node", "accepts_none", "adapter_for", "plan_for"]
@@ -91,10 +92,8 @@ def adapter_for(annotation: Any) -> Any:
         return hit[0]
     from pydantic import TypeAdapter
 
-    try:
-        adapter: Any = TypeAdapter(annotation)
-    except Exception:  # e.g. typing.TypedDict on Python < 3.12; our own conversion is then final
-        adapter = None
+    # None e.g. for typing.TypedDict on Python < 3.12: our own conversion is then final
+    adapter: Any = probe(f"pydantic validator of {annotation!r}", lambda: TypeAdapter(annotation), None)
     with _LOCK:
         if len(_ADAPTERS) >= _MAX_CACHE:
             _ADAPTERS.clear()

@@ -17,6 +17,7 @@ import textwrap
 import typing
 from typing import Any
 
+from sigform.probes import probe
 from sigform.types.coercion._jsontext import parse_json
 from sigform.types.coercion._plan import Invalid, Node, accepts_none, plan_for
 from sigform.types.coercion._scalars import describe_seen
@@ -50,10 +51,8 @@ def _record_fields(cls: Any) -> tuple[list[_Field], bool]:
             # constraints in f.metadata are enforced when pydantic validates the whole model
             out.append(_Field(key, name, f.annotation, f.is_required()))
         return out, cls.model_config.get("extra") == "allow"
-    try:
-        hints = typing.get_type_hints(cls, include_extras=True)
-    except Exception:  # unresolvable forward references: read values as Any, pydantic decides
-        hints = {}
+    # unresolvable forward references: read values as Any, pydantic decides
+    hints = probe("type hints of a record type", lambda: typing.get_type_hints(cls, include_extras=True), {})
     if is_typeddict_type(cls):
         required = getattr(cls, "__required_keys__", frozenset(hints))
         return [_Field(n, n, hints[n], _typeddict_required(hints[n], n in required)) for n in hints], False
