@@ -4,8 +4,9 @@ Subclass :class:`Callback`, override the ``on_*`` methods you care about, and re
 globally (``sigform.hooks.register(cb)``), per scope (``sigform.context(callbacks=[cb])`` or
 ``sigform.configure(callbacks=[cb])``) or per LM (``sigform.LM(..., callbacks=[cb])``).
 
-Every method receives one :class:`Event`: its ``name`` and a ``payload`` dict whose keys are also
-readable as attributes (``event.model``, ``event.messages`` ...). Events emitted by sigform:
+Every method receives one typed event (:mod:`sigform.hook_events`: :class:`RequestEvent`,
+:class:`ResponseEvent`, ...) whose fields are attributes (``event.model``, ``event.messages`` ...);
+``event.payload`` (a dict of the fields) and ``event.get(name)`` still work. Events emitted by sigform:
 
 =================  ===========================================================================
 ``request``        before an LM request (also before a cache lookup). ``event.headers`` is a
@@ -32,14 +33,34 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sigform.errors import RequestVetoed, SigformError
+from sigform.errors import RequestVetoed
+from sigform.hook_events import (
+    ErrorEvent,
+    Event,
+    FormatEvent,
+    ModuleEndEvent,
+    ModuleStartEvent,
+    ParseEvent,
+    RequestEvent,
+    ResponseEvent,
+    ToolEvent,
+    make_event,
+)
 from sigform.settings import get_setting
 
 __all__ = [
     "EVENTS",
     "Callback",
+    "ErrorEvent",
     "Event",
+    "FormatEvent",
+    "ModuleEndEvent",
+    "ModuleStartEvent",
+    "ParseEvent",
+    "RequestEvent",
     "RequestVetoed",
+    "ResponseEvent",
+    "ToolEvent",
     "active_callbacks",
     "emit",
     "register",
@@ -61,67 +82,31 @@ EVENTS: tuple[str, ...] = (
 )
 
 
-class Event:
-    """One lifecycle event: ``name`` plus payload fields readable as attributes."""
-
-    __slots__ = ("_vetoed", "headers", "name", "payload")
-
-    def __init__(self, name: str, payload: dict[str, Any]) -> None:
-        self.name = name
-        self.payload = payload
-        # request events carry the headers callbacks may add; other events share the attribute
-        self.headers: dict[str, str] = payload.pop("headers", None) or {}
-        self._vetoed: str | None = None
-
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self.payload[key]
-        except KeyError:
-            raise AttributeError(f"{self.name} event has no field {key!r}") from None
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.payload.get(key, default)
-
-    def veto(self, reason: str) -> None:
-        """Stop the request this event announces (``request`` events only)."""
-        if self.name != "request":
-            raise SigformError(f"only request events can be vetoed, not {self.name!r}")
-        self._vetoed = reason
-
-    @property
-    def vetoed(self) -> str | None:
-        """The veto reason, or None."""
-        return self._vetoed
-
-    def __repr__(self) -> str:
-        return f"Event({self.name!r}, fields={sorted(self.payload)})"
-
-
 class Callback:
     """Base class for lifecycle callbacks; every method is a no-op, override what you need."""
 
-    def on_request(self, event: Event) -> None:
+    def on_request(self, event: RequestEvent) -> None:
         """Before an LM request. May add ``event.headers`` or call ``event.veto(reason)``."""
 
-    def on_response(self, event: Event) -> None:
+    def on_response(self, event: ResponseEvent) -> None:
         """After a successful LM call (cache hits included, ``event.cache_hit`` says which)."""
 
-    def on_error(self, event: Event) -> None:
+    def on_error(self, event: ErrorEvent) -> None:
         """After an LM call failed for good (``event.error``)."""
 
-    def on_format(self, event: Event) -> None:
+    def on_format(self, event: FormatEvent) -> None:
         """An adapter formatted messages."""
 
-    def on_parse(self, event: Event) -> None:
+    def on_parse(self, event: ParseEvent) -> None:
         """An adapter parsed a completion."""
 
-    def on_tool(self, event: Event) -> None:
+    def on_tool(self, event: ToolEvent) -> None:
         """A tool was called."""
 
-    def on_module_start(self, event: Event) -> None:
+    def on_module_start(self, event: ModuleStartEvent) -> None:
         """A program started."""
 
-    def on_module_end(self, event: Event) -> None:
+    def on_module_end(self, event: ModuleEndEvent) -> None:
         """A program finished (``event.error`` is set when it raised)."""
 
 
@@ -175,7 +160,7 @@ def emit(event_name: str, *, callbacks: Sequence[Callback] | None = None, **payl
         return None
     if event_name not in EVENTS:
         raise ValueError(f"unknown event {event_name!r}; expected one of {', '.join(EVENTS)}")
-    event = Event(event_name, payload)
+    event = make_event(event_name, payload)
     method_name = f"on_{event_name}"
     for cb in active:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from lm_fake_openai import FakeOpenAIServer
 
 import sigform as sf
 from sigform import hooks
+from sigform.hook_events import make_event
 from sigform.lm import LM
 
 MSG = [{"role": "user", "content": "hi"}]
@@ -150,7 +152,7 @@ def test_error_event_and_broken_callbacks(lm_server: FakeOpenAIServer,
 
 
 def test_only_request_events_can_be_vetoed() -> None:
-    event = hooks.Event("response", {})
+    event = make_event("response", {})
     with pytest.raises(sf.SigformError):
         event.veto("no")
     with pytest.raises(AttributeError, match="no field"):
@@ -161,6 +163,23 @@ def test_unknown_event_name_is_an_error() -> None:
     hooks.register(Recorder())
     with pytest.raises(ValueError, match="unknown event"):
         hooks.emit("requestt")
+
+
+def test_events_are_typed_dataclasses_with_the_old_dict_access() -> None:
+    """Each event has its own class and fields; ``payload`` and ``get`` still read them as a dict."""
+    event = make_event("parse", {"adapter": "ChatAdapter", "completion": "x", "values": {"a": 1}})
+    assert isinstance(event, hooks.ParseEvent) and dataclasses.is_dataclass(event)
+    assert event.values == {"a": 1} and event.error is None and event.signature is None
+    assert event.payload == {
+        "adapter": "ChatAdapter",
+        "signature": None,
+        "completion": "x",
+        "values": {"a": 1},
+        "error": None,
+    }
+    assert event.get("values") == {"a": 1} and event.get("nope", 3) == 3
+    with pytest.raises(TypeError, match="no field"):
+        make_event("parse", {"valeus": {}})
 
 
 def test_program_events_reach_callbacks() -> None:

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 DEFERRED = (
     "sigform.types.media",
+    "sigform.types.media_sources",
     "sigform.types.image",
     "sigform.types.audio",
     "sigform.types.file",

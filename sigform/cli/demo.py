@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any, Literal
 
 import sigform as sf
-from sigform.predict.runstate import track_usage
+from sigform.predict.context_vars import track_usage
 
 __all__ = [
     "DemoReport", "ExtractExpense", "build_program", "error_kind", "evaluate", "load_examples", "run_demo",

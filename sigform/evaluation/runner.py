@@ -25,10 +25,10 @@ from sigform.evaluation.metrics import Metric, TypedMatch, field_types, metric_n
 from sigform.evaluation.result import EvaluationResult, ExampleRecord
 from sigform.excerpt import shorten
 from sigform.predict.batch import worker_count
+from sigform.predict.context_vars import track_usage
 from sigform.predict.example import Example, Record
 from sigform.predict.executors import ThreadExecutor
 from sigform.predict.progress import BatchProgress, progress_wanted
-from sigform.predict.runstate import track_usage
 
 __all__ = ["Evaluate", "MetricErrorWarning", "aevaluate", "evaluate", "labelled"]
 

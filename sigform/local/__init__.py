@@ -39,7 +39,7 @@ from typing import Any
 from sigform.local._model import ensure_model
 from sigform.local._process import DEFAULT_ALIAS, LocalServer
 from sigform.local._requirements import INSTALL_HINT, require_local_extra
-from sigform.local._shared import (
+from sigform.local._server_registry import (
     MAX_RESTARTS,
     current_server,
     death_report,

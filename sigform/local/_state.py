@@ -3,7 +3,7 @@
 ``<cache>/local-server.json`` records the server's port, pid, owning process, model path and
 start time. It is only a hint: a record naming a non-loopback host or with mistyped fields counts
 as absent, and before reuse the caller checks that the pid is alive and that the port answers
-with our model alias (see ``_shared``). Writes are atomic (temp file + rename);
+with our model alias (see ``_server_registry``). Writes are atomic (temp file + rename);
 an unreadable or malformed file counts as absent.
 """
 

@@ -19,9 +19,9 @@ from sigform.evaluation.leaks import warn_overlap
 from sigform.evaluation.metrics import Metric, TypedMatch, field_types, metric_score
 from sigform.evaluation.runner import evaluate, labelled
 from sigform.optimize.report import OptimizationReport, Trial
+from sigform.predict.context_vars import track_usage
 from sigform.predict.example import Example
 from sigform.predict.module import Module
-from sigform.predict.runstate import track_usage
 from sigform.probes import probe
 
 __all__ = ["Optimizer", "fits", "passes"]

@@ -26,9 +26,9 @@ from sigform.optimize.base import Optimizer, as_demo, fits, passes
 from sigform.optimize.labeled import check_count, sample_demos
 from sigform.optimize.report import OptimizationReport, Trial
 from sigform.optimize.trace import TraceStep, tracing
+from sigform.predict.context_vars import rollout, track_usage
 from sigform.predict.example import Example
 from sigform.predict.module import Module
-from sigform.predict.runstate import rollout, track_usage
 from sigform.probes import probe
 
 __all__ = ["BootstrapFewShot"]

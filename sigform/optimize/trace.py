@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from sigform.hooks import Callback, Event
+from sigform.hooks import Callback, ModuleEndEvent, ModuleStartEvent
 from sigform.predict.module import program_callbacks
 
 __all__ = ["TraceStep", "tracing"]
@@ -34,7 +34,7 @@ _current: ContextVar[_Trace | None] = ContextVar("sigform_trace", default=None)
 
 
 class _Tracer(Callback):
-    def on_module_start(self, event: Event) -> None:
+    def on_module_start(self, event: ModuleStartEvent) -> None:
         trace = _current.get()
         from sigform.predict.predict import Predict
 
@@ -43,13 +43,13 @@ class _Tracer(Callback):
             with trace.lock:
                 trace.started[event.call_id] = {k: v for k, v in event.inputs.items() if k in fields}
 
-    def on_module_end(self, event: Event) -> None:
+    def on_module_end(self, event: ModuleEndEvent) -> None:
         trace = _current.get()
         if trace is None:
             return
         with trace.lock:
             inputs = trace.started.pop(event.call_id, None)
-            if inputs is not None and event.get("error") is None:
+            if inputs is not None and event.error is None:
                 trace.steps.append((event.module, inputs, event.outputs))
 
 

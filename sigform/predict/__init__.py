@@ -30,9 +30,9 @@ _EXPORTS: dict[str, str] = {
     "ProgramStateError": "sigform.errors",
     "Refine": "sigform.predict.best_of_n",
     "ThreadExecutor": "sigform.predict.executors",
-    "UsageTracker": "sigform.predict.runstate",
+    "UsageTracker": "sigform.predict.context_vars",
     "majority": "sigform.predict.voting",
-    "track_usage": "sigform.predict.runstate",
+    "track_usage": "sigform.predict.context_vars",
 }
 
 __all__ = [
@@ -64,10 +64,10 @@ if TYPE_CHECKING:
     from sigform.predict.batch import Failure
     from sigform.predict.best_of_n import BestOfN, Refine
     from sigform.predict.chain_of_thought import ChainOfThought
+    from sigform.predict.context_vars import UsageTracker, track_usage
     from sigform.predict.example import Example
     from sigform.predict.executors import Executor, ThreadExecutor
     from sigform.predict.module import Module
     from sigform.predict.predict import Predict
     from sigform.predict.prediction import Completions, Prediction, PredictionMeta
-    from sigform.predict.runstate import UsageTracker, track_usage
     from sigform.predict.voting import majority

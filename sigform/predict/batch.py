@@ -20,10 +20,10 @@ from typing import Any
 from sigform.errors import BatchError
 from sigform.excerpt import shorten
 from sigform.lm.interface import Usage
+from sigform.predict.context_vars import track_usage
 from sigform.predict.example import Example, Record
 from sigform.predict.executors import Executor, ThreadExecutor, as_executor
 from sigform.predict.progress import BatchProgress, progress_wanted
-from sigform.predict.runstate import track_usage
 from sigform.settings import get_setting
 
 __all__ = ["BatchError", "Failure", "run_abatch", "run_batch", "worker_count"]

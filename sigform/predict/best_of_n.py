@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sigform.errors import SigformError
-from sigform.predict import runstate
+from sigform.predict import context_vars
 from sigform.predict.module import Module
 
 __all__ = ["BestOfN", "Refine"]
@@ -92,7 +92,7 @@ class BestOfN(Module):
     def forward(self, **inputs: Any) -> Any:
         state = _Attempts(self)
         for attempt in range(self.N):
-            with runstate.rollout(**self._rollout_kwargs(attempt)), runstate.hint(state.hint):
+            with context_vars.rollout(**self._rollout_kwargs(attempt)), context_vars.hint(state.hint):
                 try:
                     prediction = self.module(**inputs)
                     score, feedback = _score(self.reward_fn(inputs, prediction))
@@ -106,7 +106,7 @@ class BestOfN(Module):
     async def aforward(self, **inputs: Any) -> Any:
         state = _Attempts(self)
         for attempt in range(self.N):
-            with runstate.rollout(**self._rollout_kwargs(attempt)), runstate.hint(state.hint):
+            with context_vars.rollout(**self._rollout_kwargs(attempt)), context_vars.hint(state.hint):
                 try:
                     prediction = await self.module.acall(**inputs)
                     score, feedback = _score(self.reward_fn(inputs, prediction))

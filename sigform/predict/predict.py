@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from sigform.errors import InputError, ParseError, SignatureError
-from sigform.predict import runstate
+from sigform.predict import context_vars
 from sigform.predict.example import Example, as_examples
 from sigform.predict.inputs import InputChecker
 from sigform.predict.module import Module
@@ -88,7 +88,7 @@ def ensure_signature(signature: SignatureLike) -> type[Signature]:
 def _count_failed(error: ParseError) -> None:
     """A call that ended in a ParseError still spent its requests: count them for usage trackers."""
     if error.usage is not None:
-        runstate.add_usage(error.usage, error.attempts or 1)
+        context_vars.add_usage(error.usage, error.attempts or 1)
 
 
 class Predict(Module):
@@ -171,11 +171,11 @@ class Predict(Module):
             demo_list = [*demo_list, *self.demo_selector.select(checked)]
         # the adapter only reads demos; hand it the underlying dicts without copying
         demo_data = [d._store if isinstance(d, Example) else d for d in demo_list]
-        rollout = runstate.rollout_kwargs()
+        rollout = context_vars.rollout_kwargs()
         # the common case (no overrides) passes the program's own options without a merge
         kwargs = {**self.config, **(rollout or {}), **(config or {})} if rollout or config else self.config
         signature = self._call_signature(lm)
-        hint = runstate.current_hint()
+        hint = context_vars.current_hint()
         if hint:
             signature = signature.with_instructions(f"{signature.instructions}\n\n{hint}")
         return lm, adapter, signature, demo_data, checked, kwargs
@@ -235,7 +235,7 @@ class Predict(Module):
 
     def _prediction(self, result: Any, lm: Any) -> Prediction:
         usage = result.usage
-        runstate.add_usage(usage, getattr(result, "attempts", 1) or 1)
+        context_vars.add_usage(usage, getattr(result, "attempts", 1) or 1)
         names = getattr(result, "adapter_names", None) or ()
         adapter_name = ">".join(names) if not isinstance(names, str) else names
         attempts = getattr(result, "attempts", 1)

@@ -36,7 +36,7 @@ from sigform.settings import get_setting
 from sigform.signatures import Signature
 from sigform.tools._invoke import run_sync
 from sigform.tools.approval import Approver
-from sigform.tools.protocol import FINISH, NativeProtocol, Reply, TextProtocol, system_prompt, user_prompt
+from sigform.tools.protocol import FINISH, NativeProtocol, TextProtocol, Turn, system_prompt, user_prompt
 from sigform.tools.result import ToolResult
 from sigform.tools.runner import PendingCall, run_turn
 from sigform.tools.tool import Tool, as_tool
@@ -208,7 +208,7 @@ class _Run:
         bounds = [*self.step_starts, len(self.messages)]
         return Layout(2, tuple(tuple(range(a, b)) for a, b in itertools.pairwise(bounds) if b > a))
 
-    async def _turn(self, reply: Reply, step: int) -> tuple[dict[str, Any] | None, list[CallRecord], bool]:
+    async def _turn(self, reply: Turn, step: int) -> tuple[dict[str, Any] | None, list[CallRecord], bool]:
         finish = [c for c in reply.calls if c.name == FINISH]
         others = [c for c in reply.calls if c.name != FINISH]
         outcome = await run_turn(

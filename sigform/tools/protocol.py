@@ -25,14 +25,14 @@ from sigform.tools.runner import PendingCall
 from sigform.tools.tool import Tool
 from sigform.tools.trajectory import CallRecord
 
-__all__ = ["FINISH", "NativeProtocol", "Reply", "TextProtocol", "finish_parameters"]
+__all__ = ["FINISH", "NativeProtocol", "TextProtocol", "Turn", "finish_parameters"]
 
 FINISH = "finish"
 Message = dict[str, Any]
 
 
 @dataclass
-class Reply:
+class Turn:
     """What one LM turn said: its thought, the calls it made, or why it could not be read."""
 
     thought: str
@@ -151,17 +151,17 @@ class NativeProtocol:
         }
         return {"tools": [t.to_openai() for t in tools] + [finish]}
 
-    def read(self, completion: Completion, step: int) -> Reply:
+    def read(self, completion: Completion, step: int) -> Turn:
         thought = completion.text or completion.reasoning or ""
         calls = _ids([(c.name, c.arguments, c.id) for c in completion.tool_calls], step)
         if not calls:
-            return Reply(
+            return Turn(
                 thought, problem=f"You did not call a tool. Call tools, or `{FINISH}` with the outputs."
             )
-        return Reply(thought, calls)
+        return Turn(thought, calls)
 
     def history(
-        self, completion: Completion, reply: Reply, records: Sequence[CallRecord], problem: str | None = None
+        self, completion: Completion, reply: Turn, records: Sequence[CallRecord], problem: str | None = None
     ) -> list[Message]:
         if not reply.calls:
             return [
@@ -195,7 +195,7 @@ class TextProtocol:
     def request_kwargs(self, signature: Any, tools: Sequence[Tool]) -> dict[str, Any]:
         return {}
 
-    def read(self, completion: Completion, step: int) -> Reply:
+    def read(self, completion: Completion, step: int) -> Turn:
         from pydantic import ValidationError
 
         from sigform.adapters.extract_json import find_json_object
@@ -205,7 +205,7 @@ class TextProtocol:
         found = find_json_object(text, ["thought", "tool_calls"])
         if "tool_calls" not in found.values:
             why = f" ({found.problem})" if found.problem else ""
-            return Reply(
+            return Turn(
                 text,
                 problem=f"Your reply could not be read{why}: it must be one JSON object with `thought` and "
                 f"`tool_calls`. Call `{FINISH}` to give the final answer.",
@@ -217,17 +217,17 @@ class TextProtocol:
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
-            return Reply(
+            return Turn(
                 thought, problem=f"Your `tool_calls` could not be read ({where}: {first.get('msg')})."
             )
         if not calls.tool_calls:
-            return Reply(
+            return Turn(
                 thought, problem=f"You did not call a tool. Call tools, or `{FINISH}` with the outputs."
             )
-        return Reply(thought, _ids([(c.name, dict(c.args), c.id) for c in calls.tool_calls], step))
+        return Turn(thought, _ids([(c.name, dict(c.args), c.id) for c in calls.tool_calls], step))
 
     def history(
-        self, completion: Completion, reply: Reply, records: Sequence[CallRecord], problem: str | None = None
+        self, completion: Completion, reply: Turn, records: Sequence[CallRecord], problem: str | None = None
     ) -> list[Message]:
         messages: list[Message] = [{"role": "assistant", "content": completion.text or "(no reply)"}]
         if not reply.calls:

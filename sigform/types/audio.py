@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar, Literal
 
-from sigform.types.media import (
-    ContentPart,
-    Media,
+from sigform.types.media import ContentPart, Media
+from sigform.types.media_sources import (
     check_mime_syntax,
     human_size,
     inline_content,

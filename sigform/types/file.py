@@ -7,9 +7,8 @@ import os
 from pathlib import PurePath
 from typing import Any, ClassVar
 
-from sigform.types.media import (
-    ContentPart,
-    Media,
+from sigform.types.media import ContentPart, Media
+from sigform.types.media_sources import (
     check_mime_syntax,
     guess_mime_from_name,
     human_size,

@@ -6,9 +6,8 @@ import io
 import os
 from typing import Any, ClassVar, Literal
 
-from sigform.types.media import (
-    ContentPart,
-    Media,
+from sigform.types.media import ContentPart, Media
+from sigform.types.media_sources import (
     check_http_url,
     check_mime_syntax,
     guess_mime_from_name,

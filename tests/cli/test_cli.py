@@ -164,11 +164,11 @@ def test_the_progress_bar_counts_the_generated_tokens_of_the_summary(
 def test_without_the_local_extra_the_demo_fails_in_one_line_naming_the_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: object
 ) -> None:
-    from sigform.local import _requirements, _shared
+    from sigform.local import _requirements, _server_registry
 
     monkeypatch.setenv("SIGFORM_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(_requirements, "missing_modules", lambda: ["llama-cpp-python"])
-    monkeypatch.setattr(_shared, "_current", None)
+    monkeypatch.setattr(_server_registry, "_current", None)
     assert demo.run_demo(limit=2) == 1
     out, err = capsys.readouterr()
     reason = err.strip().splitlines()[-1]  # after the progress bar

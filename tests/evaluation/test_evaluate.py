@@ -264,10 +264,10 @@ def test_unmarked_examples_need_a_signature_to_split() -> None:
 
 def test_usage_tracker_counts_requests_and_cache_hits() -> None:
     with track_usage() as tracker:
-        from sigform.predict import runstate
+        from sigform.predict import context_vars
 
-        runstate.add_usage(Usage(prompt_tokens=5, cache_hit=True), 2)
-        runstate.add_usage(Usage(prompt_tokens=1))
+        context_vars.add_usage(Usage(prompt_tokens=5, cache_hit=True), 2)
+        context_vars.add_usage(Usage(prompt_tokens=1))
     assert tracker.requests == 3 and tracker.cache_hits == 2 and tracker.usage.prompt_tokens == 6
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from local_fakes import install_fake
 
-from sigform.local import _shared
+from sigform.local import _server_registry
 
 
 @pytest.fixture
@@ -20,4 +20,4 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     try:
         yield cache
     finally:
-        _shared._stop_owned()
+        _server_registry._stop_owned()

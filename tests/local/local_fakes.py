@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import sigform
-from sigform.local import _shared
+from sigform.local import _server_registry
 
 REPO_ROOT = Path(sigform.__file__).resolve().parents[1]
 
@@ -122,11 +122,11 @@ def install_fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("SIGFORM_CACHE_DIR", str(cache))
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF fake")
-    monkeypatch.setattr(_shared, "require_local_extra", lambda: None)
-    monkeypatch.setattr(_shared, "ensure_model", lambda: model)
-    monkeypatch.setattr(_shared, "default_model_path", lambda: model)
-    monkeypatch.setattr(_shared, "_current", None)
-    monkeypatch.setattr(_shared, "_restarts", 0)
-    monkeypatch.setattr(_shared, "_force_safe", False)
-    monkeypatch.setattr(_shared, "_owned", [])
+    monkeypatch.setattr(_server_registry, "require_local_extra", lambda: None)
+    monkeypatch.setattr(_server_registry, "ensure_model", lambda: model)
+    monkeypatch.setattr(_server_registry, "default_model_path", lambda: model)
+    monkeypatch.setattr(_server_registry, "_current", None)
+    monkeypatch.setattr(_server_registry, "_restarts", 0)
+    monkeypatch.setattr(_server_registry, "_force_safe", False)
+    monkeypatch.setattr(_server_registry, "_owned", [])
     return cache

@@ -18,7 +18,7 @@ import pytest
 
 import sigform as sf
 from sigform.errors import LocalModelError, ProviderError
-from sigform.local import _cpu_check, _shared
+from sigform.local import _cpu_check, _server_registry
 
 THREADS = 1
 
@@ -40,7 +40,7 @@ def _seed(cache: Path, safe: bool) -> None:
 def test_a_working_cpu_keeps_the_fast_path_and_the_verdict_is_cached(
     fake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = _shared.default_model_path()
+    model = _server_registry.default_model_path()
     verdict = _cpu_check.use_safe_cpu(model, THREADS, fake)
     assert verdict.safe is False
     assert next(iter(_verdicts(fake).values()))["safe"] is False
@@ -54,7 +54,7 @@ def test_a_cpu_that_faults_on_the_fast_path_gets_the_safe_settings(
     fake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_CPU", "amx")
-    verdict = _cpu_check.use_safe_cpu(_shared.default_model_path(), THREADS, fake)
+    verdict = _cpu_check.use_safe_cpu(_server_registry.default_model_path(), THREADS, fake)
     assert verdict.safe is True and "SIGSEGV" in verdict.reason
     assert "use_extra_bufts=False passed" in verdict.reason
     assert next(iter(_verdicts(fake).values()))["safe"] is True
@@ -62,14 +62,14 @@ def test_a_cpu_that_faults_on_the_fast_path_gets_the_safe_settings(
 
 def test_when_both_settings_fail_nothing_is_cached(fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CPU", "broken")  # not a CPU-path problem: the server will say what it is
-    verdict = _cpu_check.use_safe_cpu(_shared.default_model_path(), THREADS, fake)
+    verdict = _cpu_check.use_safe_cpu(_server_registry.default_model_path(), THREADS, fake)
     assert verdict.safe is False
     assert not (fake / _cpu_check.CHECK_FILE).exists()
 
 
 def test_the_verdict_is_per_machine_and_library_build(fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _seed(fake, safe=True)
-    model = _shared.default_model_path()
+    model = _server_registry.default_model_path()
     assert _cpu_check.use_safe_cpu(model, THREADS, fake).safe is True
     # a rebuilt llama-cpp-python (or another machine sharing the home folder) is checked again
     monkeypatch.setattr(_cpu_check, "_library_stamp", lambda: "0.3.99@elsewhere@1")
@@ -84,7 +84,7 @@ def test_the_verdict_is_per_machine_and_library_build(fake: Path, monkeypatch: p
 def test_a_malformed_verdict_file_counts_as_unchecked(fake: Path, content: str) -> None:
     fake.mkdir(parents=True, exist_ok=True)
     (fake / _cpu_check.CHECK_FILE).write_text(content.replace("KEY", _cpu_check.machine_key()))
-    verdict = _cpu_check.use_safe_cpu(_shared.default_model_path(), THREADS, fake)
+    verdict = _cpu_check.use_safe_cpu(_server_registry.default_model_path(), THREADS, fake)
     assert verdict.safe is False and verdict.reason == "the default CPU path passed the check"
 
 
@@ -92,8 +92,8 @@ def test_the_shared_server_starts_with_the_machines_settings(
     fake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_CPU", "amx")
-    _shared.ensure_server()
-    server = _shared.current_server()
+    _server_registry.ensure_server()
+    server = _server_registry.current_server()
     assert server is not None and server.safe_cpu
     log = server.log_path.read_text()
     assert "--sigform-safe-cpu" in log.splitlines()[0]  # the command line in the log says so
@@ -102,7 +102,7 @@ def test_the_shared_server_starts_with_the_machines_settings(
 
 def test_serve_can_be_told_the_settings(fake: Path) -> None:
     for safe in (True, False):
-        with _shared.serve(safe_cpu=safe) as server:
+        with _server_registry.serve(safe_cpu=safe) as server:
             assert server.safe_cpu is safe
             assert f'FAKE PARAMS {{"use_extra_bufts": {json.dumps(not safe)}}}' in server.log_path.read_text()
     assert not (fake / _cpu_check.CHECK_FILE).exists()  # an explicit choice runs no check
@@ -116,12 +116,12 @@ def test_a_crash_on_the_first_request_restarts_once_with_safe_settings(
     monkeypatch.setenv("FAKE_CPU", "amx")
     _seed(fake, safe=False)  # the check passed, yet real requests fault
     lm = sf.LM("local", cache=False, retry_delay=0.01)
-    _shared.ensure_server()
-    first = _shared.current_server()
+    _server_registry.ensure_server()
+    first = _server_registry.current_server()
     assert first is not None and not first.safe_cpu
     with caplog.at_level(logging.WARNING, logger="sigform.local"):
         assert [c.text for c in lm("hello")] == ["fake answer"]  # answered by the restarted server
-    second = _shared.current_server()
+    second = _server_registry.current_server()
     assert second is not None and second.pid != first.pid and second.safe_cpu
     assert first.returncode == -signal.SIGSEGV
     assert "SIGSEGV" in caplog.text and "restarting it with the safe CPU settings" in caplog.text
@@ -147,13 +147,13 @@ def test_a_second_death_is_a_local_model_error_naming_signal_exit_code_and_log(
 
 
 def test_a_death_by_sigkill_is_not_blamed_on_the_cpu(fake: Path) -> None:
-    _shared.ensure_server()
-    first = _shared.current_server()
+    _server_registry.ensure_server()
+    first = _server_registry.current_server()
     assert first is not None and first._process is not None
     first._process.send_signal(signal.SIGKILL)  # e.g. the out-of-memory killer
     first._process.wait()
-    _shared.ensure_server()
-    assert _shared.current_server().safe_cpu  # type: ignore[union-attr]
+    _server_registry.ensure_server()
+    assert _server_registry.current_server().safe_cpu  # type: ignore[union-attr]
     assert all(v["safe"] is False for v in _verdicts(fake).values())  # the machine keeps its fast path
 
 
@@ -169,5 +169,6 @@ def test_without_retries_the_crash_is_still_reported_as_such(
 
 
 def test_a_live_server_that_answered_with_an_error_is_not_reported_as_dead(fake: Path) -> None:
-    _shared.ensure_server()
-    assert _shared.death_report() is None  # its own error (say, an HTTP 500) reaches the caller as is
+    _server_registry.ensure_server()
+    # its own error (say, an HTTP 500) reaches the caller as is
+    assert _server_registry.death_report() is None

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 import sigform
 from sigform import local
-from sigform.local import _shared
+from sigform.local import _server_registry
 from sigform.local._state import pid_alive, read_state
 
 pytestmark = pytest.mark.local_model
@@ -51,12 +51,12 @@ MESSAGES = [
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SIGFORM_CACHE_DIR", str(tmp_path_factory.mktemp("local-cache")))
-        mp.setattr(_shared, "_current", None)
-        mp.setattr(_shared, "_owned", [])
+        mp.setattr(_server_registry, "_current", None)
+        mp.setattr(_server_registry, "_owned", [])
         try:
             yield local.ensure_server()
         finally:
-            _shared._stop_owned()
+            _server_registry._stop_owned()
 
 
 def _complete(api_base: str, messages: list[dict[str, str]], **kw: Any) -> Any:
@@ -107,7 +107,7 @@ def test_reuse_in_process_starts_nothing_new(server: str) -> None:
     pid = local.current_server().pid  # type: ignore[union-attr]
     assert local.ensure_server() == server
     assert local.current_server().pid == pid  # type: ignore[union-attr]
-    assert len(_shared._owned) == 1
+    assert len(_server_registry._owned) == 1
 
 
 def test_reuse_across_processes(server: str) -> None:

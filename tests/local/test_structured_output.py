@@ -19,7 +19,7 @@ import pytest
 import sigform as sf
 from sigform import local
 from sigform.adapters.json_adapter import forget_step_downs
-from sigform.local import _shared
+from sigform.local import _server_registry
 
 pytestmark = pytest.mark.local_model
 
@@ -30,12 +30,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # tests are offli
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SIGFORM_CACHE_DIR", str(tmp_path_factory.mktemp("local-cache")))
-        mp.setattr(_shared, "_current", None)
-        mp.setattr(_shared, "_owned", [])
+        mp.setattr(_server_registry, "_current", None)
+        mp.setattr(_server_registry, "_owned", [])
         try:
             yield local.ensure_server()
         finally:
-            _shared._stop_owned()
+            _server_registry._stop_owned()
 
 
 @pytest.fixture(autouse=True)
