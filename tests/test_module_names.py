@@ -51,3 +51,17 @@ def test_one_reply_class_outside_the_test_doubles() -> None:
             if name == "Reply" and obj.__module__ == info.name
         ]
     assert defined == []
+
+
+def test_the_chat_message_type_is_defined_once_as_a_typed_dict() -> None:
+    """``Message`` was ``dict[str, Any]``, written again in 17 modules."""
+    from sigform.message import Message
+
+    others = []
+    for info in pkgutil.walk_packages(sigform.__path__, "sigform."):
+        if info.name.startswith(("sigform.local", "sigform.cli")):
+            continue
+        module = importlib.import_module(info.name)
+        if "Message" in vars(module) and vars(module)["Message"] is not Message:
+            others.append(info.name)
+    assert others == [] and Message.__required_keys__ == frozenset({"role", "content"})

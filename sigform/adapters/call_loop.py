@@ -39,13 +39,13 @@ from sigform.adapters.result import AdapterResult, Slot, final_error
 from sigform.conversation import asend, send
 from sigform.errors import BadRequestError, FieldValueError, ParseError, ProviderError, StructureError
 from sigform.lm.interface import Completion, LMProtocol, Usage
+from sigform.message import Message
 
 if TYPE_CHECKING:
     from sigform.adapters.base import Adapter
 
 __all__ = ["RunState", "adrive", "attempt", "drive", "judge", "routed", "run_loop"]
 
-Message = dict[str, Any]
 Loop = Generator[Request, Any, AdapterResult]
 _NO_RETRY_FINISH = {"length", "content_filter", "refusal", "safety"}
 NO_LIMIT = OutputLimit(None, "none")

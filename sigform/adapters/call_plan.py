@@ -15,10 +15,10 @@ from typing import Any, Generic, TypeVar
 from sigform.conversation import Layout
 from sigform.errors import ContextWindowError
 from sigform.lm.interface import Completion, LMProtocol
+from sigform.message import Message
 
 __all__ = ["CallPlan", "Request"]
 
-Message = dict[str, Any]
 Result = TypeVar("Result")
 
 

@@ -26,10 +26,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from sigform.errors import SigformError
+from sigform.message import Message
 
 __all__ = ["DemoCache", "demos_fingerprint"]
 
-Message = dict[str, Any]
 
 _TAGGED = frozenset({int, bool, bytes, type(None)})
 _BY_REPR = frozenset(
@@ -111,5 +111,5 @@ class DemoCache:
                 return rendered
             if len(self._entries) >= _PER_SIGNATURE:
                 self._entries.clear()
-            cached = self._entries[key] = tuple(dict(m) for m in rendered)
-        return [dict(m) for m in cached]
+            cached = self._entries[key] = tuple(m.copy() for m in rendered)
+        return [m.copy() for m in cached]

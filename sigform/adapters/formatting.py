@@ -23,11 +23,11 @@ from sigform.adapters.request_plan import build_request_plan
 from sigform.adapters.templating import TemplateSet
 from sigform.conversation import Layout
 from sigform.hooks import emit
+from sigform.message import Message
 from sigform.types.render import plain_text
 
 __all__ = ["PromptWriter"]
 
-Message = dict[str, Any]
 _MARK_RE = re.compile("\x01(\\d+)\x02")
 _RENDERING = (
     "user_message",

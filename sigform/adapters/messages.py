@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import regex
 
 from sigform.adapters.fields import FieldView, field_views
 from sigform.conversation.layout import Layout
 from sigform.errors import InputError
+from sigform.message import Message
 
 if TYPE_CHECKING:
     from sigform.adapters.formatting import PromptWriter
@@ -29,7 +30,6 @@ __all__ = ["MediaCollector", "assemble", "assemble_with_layout", "demo_to_dict",
 _TOKEN = "\x00sigform-media:{}\x00"
 _TOKEN_RE = regex.compile("\x00sigform-media:(\\d+)\x00")
 
-Message = dict[str, Any]
 
 
 _MEDIA_MODULE = "sigform.types.media"
@@ -118,7 +118,7 @@ def _history_turns(
         return []
     if getattr(value, "is_raw_turns", False):  # chat turns given as they are (tool calls included)
         entries = value.entries
-        return [[dict(entries[i]) for i in unit] for unit in value.groups()]
+        return [[cast(Message, dict(entries[i])) for i in unit] for unit in value.groups()]
     turns = getattr(value, "entries", value)
     if not isinstance(turns, Sequence) or isinstance(turns, (str, bytes)):
         raise InputError(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sigform.adapters.fields import SigCache, field_views
 from sigform.errors import ParseError
 from sigform.lm.interface import Completion, LMProtocol
+from sigform.message import Message
 
 if TYPE_CHECKING:
     from sigform.adapters.base import Adapter
@@ -98,10 +99,10 @@ class RepairPlan:
         self,
         adapter: Adapter,
         signature: Any,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         answer: str,
         error: ParseError,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Message]:
         """The conversation so far, the failed answer, and a request for the failing fields."""
         failing = [v for v in field_views(signature)[1] if v.name in failing_fields(error)]
         text = adapter.templates.render("repair", errors=error.errors, outputs=failing)

@@ -21,13 +21,13 @@ from sigform.adapters.fields import FieldView, field_views
 from sigform.adapters.messages import MediaCollector
 from sigform.adapters.native_tools import TextSignature
 from sigform.conversation.layout import Layout
+from sigform.message import Message
 
 if TYPE_CHECKING:
     from sigform.adapters.formatting import PromptWriter
 
 __all__ = ["RequestPlan", "build_request_plan"]
 
-Message = dict[str, Any]
 _LAYOUT = Layout(1, ())  # system message as the prefix, no prunable turns
 
 

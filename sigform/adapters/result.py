@@ -7,6 +7,7 @@ from typing import Any
 
 from sigform.errors import FieldError, FieldValueError, ParseError, StructureError
 from sigform.lm.interface import Completion, Usage
+from sigform.message import Message
 
 __all__ = ["AdapterResult", "Slot", "final_error"]
 
@@ -26,7 +27,7 @@ class AdapterResult:
     usage: Usage
     adapter_names: list[str]
     attempts: int
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     all_completions: list[Completion] = field(default_factory=list)
     request_kwargs: dict[str, Any] = field(default_factory=dict)
 

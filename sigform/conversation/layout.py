@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from sigform.message import Message
 
 __all__ = ["Layout", "tool_units"]
 
-Message = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sigform.conversation.layout import Layout
 from sigform.conversation.report import PruneReport
 from sigform.errors import ContextWindowError
+from sigform.message import Message
 
 __all__ = ["DEFAULT_MARKER", "Pruned", "Pruning", "prune"]
 
-Message = dict[str, Any]
 
 DEFAULT_MARKER = (
     "[{dropped} earlier turn(s) of this conversation were omitted to fit the model's context window.]"

@@ -29,6 +29,7 @@ from sigform.conversation.layout import Layout
 from sigform.conversation.pruning import Pruned, Pruning, marker_message, prune
 from sigform.conversation.report import PruneReport, reporting
 from sigform.errors import ContextWindowError
+from sigform.message import Message
 from sigform.provider.normalise import normalise
 from sigform.provider.prompt_cache import mark_prefix
 from sigform.provider.tokens import model_limits, output_reserve, token_counter, upper_bound
@@ -36,7 +37,6 @@ from sigform.settings import get_setting
 
 __all__ = ["CONTROL_KEYS", "Fitted", "RequestFitter", "asend", "send"]
 
-Message = dict[str, Any]
 CONTROL_KEYS = ("prune", "prompt_cache")
 _MAX_TOKEN_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 

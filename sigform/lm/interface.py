@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from sigform.message import Message
+
 __all__ = ["Completion", "LMProtocol", "ToolCall", "Usage"]
 
-Message = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,12 @@ from sigform.lm.retry import RetryPolicy, check_limits
 from sigform.lm.routing import Route, current, resolve_route
 from sigform.lm.sdk_warmup import may_use_sdk, warm_up_sdk
 from sigform.lm.streaming import StreamDelta
+from sigform.message import Message
 from sigform.provider.prompt_cache import mark_prefix
 from sigform.settings import get_setting
 
 __all__ = ["LM", "ParameterWarning"]
 
-Message = dict[str, Any]
 
 # features of unknown OpenAI-compatible endpoints that are discovered by trying, and the weakest
 # JSON-adapter mode that still counts as having them

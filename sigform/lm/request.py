@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sigform.lm.credentials import Credential, is_secret_name, secret_header_values, url_secrets
+from sigform.message import Message
 
 __all__ = ["Request", "cache_key", "credential_identity", "normalise", "response_format_dict"]
 
-Message = dict[str, Any]
 
 
 @dataclass

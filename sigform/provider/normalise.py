@@ -31,9 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sigform.message import Message
+
 __all__ = ["CONVERSATION_START", "ProviderRules", "normalise", "rules_for"]
 
-Message = dict[str, Any]
 
 CONVERSATION_START = "(The conversation so far follows.)"
 _ALPHANUMERIC = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -103,7 +104,8 @@ def _hoist_system(messages: list[Message]) -> list[Message]:
     content: Any = None
     for m in systems:
         content = merge_content(content, m.get("content"))
-    head = {**systems[0], "content": content if content is not None else ""}
+    head = systems[0].copy()
+    head["content"] = content if content is not None else ""
     return [head, *(m for m in messages if m.get("role") != "system")]
 
 

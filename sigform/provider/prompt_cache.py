@@ -20,11 +20,11 @@ marker is left alone (the caller placed its own).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from sigform.message import Message
 
 __all__ = ["CACHE_CONTROL", "mark_prefix", "marks_cache"]
 
-Message = dict[str, Any]
 
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 _MARKED_PROVIDERS = frozenset({"anthropic", "bedrock", "bedrock_converse"})

@@ -30,7 +30,6 @@ __all__ = [
     "upper_bound",
 ]
 
-Message = dict[str, Any]
 
 MESSAGE_OVERHEAD = 4  # role and framing tokens per message (OpenAI's accounting; close for others)
 MEDIA_TOKENS = 800  # one image/audio/file part: a fixed, deliberately generous guess

@@ -28,6 +28,7 @@ from sigform.conversation import Layout, asend
 from sigform.errors import FieldValueError, SignatureError, ToolError
 from sigform.hooks import Callback
 from sigform.lm.interface import Completion, Usage
+from sigform.message import Message
 from sigform.predict.inputs import InputChecker
 from sigform.predict.module import Module
 from sigform.predict.predict import SignatureLike, default_lm, ensure_signature
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent"]
 
-Message = dict[str, Any]
 
 
 class Agent(Module):

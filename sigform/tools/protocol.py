@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sigform.lm.interface import Completion
+from sigform.message import Message
 from sigform.tools.runner import PendingCall
 from sigform.tools.tool import Tool
 from sigform.tools.trajectory import CallRecord
@@ -28,7 +29,6 @@ from sigform.tools.trajectory import CallRecord
 __all__ = ["FINISH", "NativeProtocol", "TextProtocol", "Turn", "finish_parameters"]
 
 FINISH = "finish"
-Message = dict[str, Any]
 
 
 @dataclass
@@ -180,7 +180,7 @@ class NativeProtocol:
                 for c in reply.calls
             ],
         }
-        results = [
+        results: list[Message] = [
             {"role": "tool", "tool_call_id": r.call_id, "name": r.tool, "content": r.result.for_llm}
             for r in records
         ]
