@@ -21,7 +21,8 @@ from sigform.adapters.brace_scan import MAX_TOKENS
 from sigform.adapters.chat_scan import MAX_HEADERS, MAX_LABEL_CHARS, find_headers
 from sigform.adapters.names import FieldMatcher
 from sigform.adapters.xml_scan import MAX_ELEMENTS, MAX_LESS_THAN
-from sigform.errors import StructureError, shorten
+from sigform.errors import StructureError
+from sigform.excerpt import shorten
 from sigform.signatures import InputField, OutputField, make_signature
 
 SIG = make_signature({"text": (str, InputField()), "answer": (str, OutputField()), "n": (int, OutputField())})
