@@ -17,7 +17,6 @@ from sigform.errors import SigformError
 
 if TYPE_CHECKING:
     from sigform.lm.interface import Completion, Usage
-    from sigform.tools.result import ToolResult
 
 __all__ = [
     "ErrorEvent",
@@ -143,7 +142,7 @@ class ToolEvent(Event):
     arguments: Any
     args: dict[str, Any] | None = None
     description: str | None = None
-    result: ToolResult | None = None
+    result: Any = None  # a sigform.tools.ToolResult once the call finished
 
 
 @dataclass(eq=False, repr=False, kw_only=True)

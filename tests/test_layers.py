@@ -17,10 +17,18 @@ import sigform
 PACKAGE = Path(sigform.__file__).parent
 
 LAYERS: list[tuple[str, ...]] = [
-    # foundations: settings, the error hierarchy, lazy-import machinery
-    ("sigform._lazy", "sigform.settings", "sigform.errors"),
+    # foundations: settings, the error hierarchy, lazy-import machinery, text excerpts, probes,
+    # the chat message type
+    (
+        "sigform._lazy",
+        "sigform.settings",
+        "sigform.errors",
+        "sigform.excerpt",
+        "sigform.probes",
+        "sigform.message",
+    ),
     # contracts every layer speaks: hook events, Completion/Usage/ToolCall/LMProtocol
-    ("sigform.hooks", "sigform.lm.interface"),
+    ("sigform.hooks", "sigform.hook_events", "sigform.lm.interface"),
     ("sigform.types",),
     ("sigform.html_view",),
     ("sigform.signatures",),
