@@ -41,7 +41,7 @@ class _BrokenLitellm:
     """litellm whose model tables raise (a model it has never heard of, a changed API)."""
 
     def __getattr__(self, name: str) -> Any:
-        def fail(**_: Any) -> Any:
+        def fail(*_: Any, **__: Any) -> Any:
             raise ValueError(f"litellm.{name} exploded")
 
         return fail
@@ -73,3 +73,42 @@ def test_a_metric_that_raises_rejects_the_demo_and_says_why(caplog: pytest.LogCa
     with caplog.at_level(logging.DEBUG, logger="sigform.probes"):
         assert passes(metric, sf.Example(a=1), sf.Prediction(a=1), 0.5) is False
     assert any("ZeroDivisionError" in r.getMessage() for r in caplog.records)
+
+
+def test_no_silent_catch_all_probe_is_left_in_the_package() -> None:
+    """``except Exception:`` whose whole body returns, passes or assigns a default hides why a
+    capability was not detected: such probes go through ``probe`` (which logs at debug)."""
+    import ast
+    from pathlib import Path
+
+    import sigform
+
+    # the coercion fast path: its failure is never hidden, the full path then reports the error
+    allowed = {"types/coercion/__init__.py"}
+    root = Path(sigform.__file__).parent
+    silent = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ExceptHandler) or node.name is not None:
+                continue
+            if not (isinstance(node.type, ast.Name) and node.type.id == "Exception"):
+                continue
+            quiet = all(isinstance(s, (ast.Return, ast.Pass, ast.Assign)) for s in node.body)
+            if quiet and where not in allowed:
+                silent.append(f"{where}:{node.lineno}")
+    assert silent == []
+
+
+def test_token_limits_of_an_unknown_model_say_why_at_debug_level(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from sigform.provider import tokens
+
+    monkeypatch.setattr(tokens, "_litellm", lambda: _BrokenLitellm())
+    tokens._model_info.cache_clear()
+    with caplog.at_level(logging.DEBUG, logger="sigform.probes"):
+        limits = tokens._model_info("mystery-model-xyz")
+    tokens._model_info.cache_clear()
+    assert (limits.context_window, limits.max_output) == (None, None)
+    assert any("mystery-model-xyz" in r.getMessage() for r in caplog.records)

@@ -30,6 +30,7 @@ from sigform.conversation.pruning import Pruned, Pruning, marker_message, prune
 from sigform.conversation.report import PruneReport, reporting
 from sigform.errors import ContextWindowError
 from sigform.message import Message
+from sigform.probes import probe
 from sigform.provider.normalise import normalise
 from sigform.provider.prompt_cache import mark_prefix
 from sigform.provider.tokens import model_limits, output_reserve, token_counter, upper_bound
@@ -57,11 +58,8 @@ def _identify(lm: Any) -> tuple[str | None, str | None]:
     """The model string and litellm provider name of ``lm`` (None when unknown)."""
     model = getattr(lm, "model", None)
     model = model if isinstance(model, str) else None
-    provider = None
-    try:
-        provider = getattr(lm, "provider", None)
-    except Exception:  # a provider that cannot be resolved: treat as unknown, the call will say why
-        provider = None
+    # a provider that cannot be resolved: unknown; the call will say why
+    provider = probe("the LM's provider", lambda: getattr(lm, "provider", None), None)
     if not isinstance(provider, str) and model and "/" in model:
         provider = model.split("/", 1)[0]
     return model, provider if isinstance(provider, str) else None

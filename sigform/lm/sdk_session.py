@@ -18,7 +18,10 @@ the URL, and its session exists (the first request went the SDK's way). A redire
 
 from __future__ import annotations
 
+import functools
 from typing import Any
+
+from sigform.probes import probe
 
 __all__ = ["SessionPost", "session_post"]
 
@@ -96,7 +99,6 @@ class SessionPost:
 
 def session_post(http_client: Any, url: Any, headers: Any, timeout: dict[str, Any]) -> SessionPost | None:
     """A :class:`SessionPost` for the client, or None where its wrappers matter (or differ)."""
-    try:
-        return SessionPost(http_client, url, headers, timeout)
-    except Exception:  # another transport, or SDK internals that moved: the wrapped route
-        return None
+    # None: another transport, or SDK internals that moved; the wrapped route then
+    build = functools.partial(SessionPost, http_client, url, headers, timeout)
+    return probe("the OpenAI SDK's aiohttp session", build, None)

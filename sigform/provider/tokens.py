@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sigform.probes import probe
+
 __all__ = [
     "MEDIA_TOKENS",
     "MESSAGE_OVERHEAD",
@@ -122,10 +124,8 @@ def _bundled_tokenizer(model: str) -> bool:
         from litellm.utils import huggingface_tokenizer_kind
     except ImportError:  # another litellm version: trust only what is surely tiktoken
         return model.split("/", 1)[0] in ("openai", "azure") or model.startswith(("gpt-", "o1", "o3", "o4"))
-    try:
-        return huggingface_tokenizer_kind(model) not in _DOWNLOADED_TOKENIZERS
-    except Exception:
-        return False
+    kind = probe(f"litellm tokenizer of {model!r}", lambda: (huggingface_tokenizer_kind(model),), None)
+    return kind is not None and kind[0] not in _DOWNLOADED_TOKENIZERS
 
 
 @functools.lru_cache(maxsize=256)
@@ -136,9 +136,9 @@ def _litellm_counter(model: str) -> tuple[Callable[[str], int], bool] | None:
     bare = model.split("/", 1)[1] if "/" in model else model
     if not (_bundled_tokenizer(model) and _bundled_tokenizer(bare)):
         return None
-    try:
-        litellm.encode(model=model, text="probe")
-    except Exception:
+    encode = functools.partial(litellm.encode, model=model, text="probe")
+    encoded = probe(f"litellm token count for {model!r}", encode, None)
+    if encoded is None:
         return None
     known = model in litellm.model_cost or bare in litellm.model_cost
 
@@ -177,9 +177,8 @@ class ModelLimits:
 @functools.lru_cache(maxsize=256)
 def _model_info(model: str) -> ModelLimits:
     litellm = _litellm()
-    try:
-        info = litellm.get_model_info(model)
-    except Exception:
+    info = probe(f"litellm model info of {model!r}", lambda: litellm.get_model_info(model), None)
+    if info is None:
         return ModelLimits(None, None)
     window = info.get("max_input_tokens") or info.get("max_tokens")
     output = info.get("max_output_tokens") or info.get("max_tokens")
