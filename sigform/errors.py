@@ -226,7 +226,12 @@ class CacheEntryError(SigformError, ValueError):
 
 
 class MalformedResponseError(SigformError, ValueError):
-    """A successful (HTTP 200) response whose body is not a chat completion."""
+    """A successful (HTTP 200) response whose body (or a streamed chunk) is not a chat
+    completion; ``raw`` is the text received, where it is known."""
+
+    def __init__(self, message: str, raw: str | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
 
 
 class ScriptError(SigformError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -25,7 +26,7 @@ from sigform.errors import (
 )
 from sigform.lm.connection_errors import connection_failure
 from sigform.lm.credentials import scrub
-from sigform.lm.response import MalformedResponseError
+from sigform.lm.response import MalformedResponseError, chunk_not_json
 
 __all__ = ["map_exception", "parse_retry_after", "retry_after_of"]
 
@@ -161,13 +162,57 @@ def _wrappable(exc: BaseException) -> bool:
     return any(cls.__module__.split(".")[0] in _WRAPPED_MODULES for cls in type(exc).__mro__)
 
 
+# what litellm's stream reader raised when it could not read a chunk: it reports these as an
+# APIConnectionError ("could not reach the provider"), though the provider answered
+_CHUNK_READ_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+
+
+def _unreadable_stream(exc: BaseException) -> BaseException | None:
+    """For litellm's ``APIConnectionError`` (inside its ``MidStreamFallbackError``) that wraps a
+    failure to read a streamed chunk: a :class:`MalformedResponseError` saying what was seen
+    (with the chunk's text when it was not JSON), or the ``openai.APIError`` of an ``error``
+    event. ``None`` for anything else (a real connection failure keeps its own mapping)."""
+    original = getattr(exc, "original_exception", None)
+    if "MidStreamFallbackError" not in {c.__name__ for c in type(exc).__mro__} or not isinstance(
+        original, BaseException
+    ):
+        return None
+    exc = original
+    if "APIConnectionError" not in {c.__name__ for c in type(exc).__mro__}:
+        return None
+    seen: set[int] = set()
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        kinds = {c.__name__ for c in type(cause).__mro__}
+        if kinds & {"ConnectError", "ReadError", "RemoteProtocolError", "TimeoutException", "OSError"}:
+            return None  # a transport failure
+        if isinstance(cause, json.JSONDecodeError):
+            return chunk_not_json(cause)
+        if "APIError" in kinds and cause.__module__.split(".")[0] == "openai":
+            return cause  # the provider sent an `error` event: its message says what went wrong
+        if isinstance(cause, _CHUNK_READ_ERRORS) or "ValidationError" in kinds:
+            what = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+            return MalformedResponseError(
+                f"a streamed chunk is not a chat-completion chunk (litellm could not read it: {what}; "
+                "litellm does not keep the chunk's text)"
+            )
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()) -> BaseException:
     """The sigform :class:`LMError` for ``exc``; exceptions that are not API failures (bugs,
     cancellations) are returned unchanged so they propagate as they are."""
+    if not isinstance(exc, MalformedResponseError) and _wrappable(exc):
+        exc = _unreadable_stream(exc) or exc
     if isinstance(exc, MalformedResponseError):  # a 200 that is no completion: retried like a 5xx
         what = scrub(str(exc), list(secrets))
+        raw = scrub(exc.raw, list(secrets)) if exc.raw else None
         return ProviderError(
-            f"{model}: the provider sent a malformed response: {what}", model=model, provider_message=what
+            f"{model}: the provider sent a malformed response: {what}",
+            model=model,
+            provider_message=raw or what,
         )
     if isinstance(exc, LMError) or not _wrappable(exc):
         return exc

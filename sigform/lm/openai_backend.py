@@ -32,7 +32,7 @@ from typing import Any
 
 from sigform.lm.client_pool import ClientPool, Lease
 from sigform.lm.request import Request
-from sigform.lm.response import parse_body
+from sigform.lm.response import chunk_not_json, parse_body
 from sigform.lm.sdk_session import session_post
 from sigform.probes import probe
 
@@ -235,6 +235,8 @@ class OpenAIBackend:
             )
             try:
                 yield from stream
+            except json.JSONDecodeError as exc:
+                raise chunk_not_json(exc) from None
             finally:
                 stream.close()
         finally:
@@ -256,6 +258,8 @@ class OpenAIBackend:
             try:
                 async for chunk in stream:
                     yield chunk
+            except json.JSONDecodeError as exc:
+                raise chunk_not_json(exc) from None
             finally:
                 await stream.close()
         finally:

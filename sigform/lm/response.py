@@ -20,6 +20,7 @@ from sigform.lm.interface import Completion, ToolCall, Usage
 
 __all__ = [
     "MalformedResponseError",
+    "chunk_not_json",
     "decode_arguments",
     "finish_reason",
     "parse_body",
@@ -37,10 +38,17 @@ def parse_body(content: bytes | str) -> dict[str, Any]:
         body = json.loads(content)
     except (ValueError, RecursionError):
         head = content[:60] if content else "an empty body"
-        raise MalformedResponseError(f"the response is not JSON (starts with {head!r})") from None
+        raw = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+        raise MalformedResponseError(f"the response is not JSON (starts with {head!r})", raw) from None
     if not isinstance(body, dict):
         raise MalformedResponseError(f"the response is a JSON {type(body).__name__}, not an object")
     return body
+
+
+def chunk_not_json(exc: json.JSONDecodeError) -> MalformedResponseError:
+    """The error for a streamed event whose data is not JSON (the SDK's decode error keeps it)."""
+    raw = exc.doc if isinstance(exc.doc, str) else str(exc.doc)
+    return MalformedResponseError(f"a streamed chunk is not JSON (starts with {raw[:60]!r})", raw)
 
 
 def _count(name: str, value: Any) -> int:

@@ -12,9 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sigform.lm.interface import Completion, ToolCall, Usage
-from sigform.lm.response import decode_arguments, finish_reason, parse_usage, reasoning_of, text_of
+from sigform.lm.response import (
+    MalformedResponseError,
+    decode_arguments,
+    finish_reason,
+    parse_usage,
+    reasoning_of,
+    text_of,
+)
 
-__all__ = ["StreamAccumulator", "StreamDelta"]
+__all__ = ["StreamAccumulator", "StreamDelta", "check_chunk"]
 
 
 @dataclass(frozen=True)
@@ -58,13 +65,16 @@ class StreamAccumulator:
         self._reported_model: str | None = None
 
     def feed(self, chunk: Mapping[str, Any]) -> list[StreamDelta]:
-        """Absorb one chunk; return the deltas it carried."""
+        """Absorb one chunk; return the deltas it carried. A chunk that is not a chat-completion
+        chunk raises :class:`MalformedResponseError` (a retryable ``ProviderError`` once mapped)
+        naming what was seen and keeping the chunk as ``raw``."""
+        check_chunk(chunk)
         out: list[StreamDelta] = []
         if chunk.get("usage"):
             self._usage = chunk["usage"]
         self._reported_model = chunk.get("model") or self._reported_model
         for choice in chunk.get("choices") or ():
-            idx = int(choice.get("index") or 0)
+            idx = choice.get("index") or 0
             cand = self._candidates.setdefault(idx, _Candidate())
             delta = choice.get("delta") or {}
             reasoning = reasoning_of(delta)
@@ -77,7 +87,7 @@ class StreamAccumulator:
                 out.append(StreamDelta("text", text, idx))
             for pos, call in enumerate(delta.get("tool_calls") or ()):
                 t_idx = call.get("index")
-                t_idx = pos if t_idx is None else int(t_idx)
+                t_idx = pos if t_idx is None else t_idx
                 buf = cand.tools.setdefault(t_idx, _ToolBuffer())
                 fn = call.get("function") or {}
                 first = buf.id is None and not buf.name
@@ -123,3 +133,63 @@ class StreamAccumulator:
                 )
             )
         return out
+
+
+def _raw(chunk: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(chunk, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # a dict keyed by non-strings, say
+        return repr(chunk)
+
+
+_JSON_KINDS: dict[type, str] = {dict: "object", list: "list", str: "string"}
+
+
+def _kind(value: Any) -> str:
+    return "a JSON " + _JSON_KINDS.get(type(value), type(value).__name__)
+
+
+def check_chunk(chunk: Any) -> None:
+    """Raise :class:`MalformedResponseError` unless ``chunk`` has the shape of a chat-completion
+    chunk: an object whose ``choices`` (if any) are objects with a numeric ``index``, an object
+    ``delta`` whose ``tool_calls`` are objects with an object ``function``, and a readable ``usage``."""
+    problem = _chunk_problem(chunk)
+    if problem is not None:
+        raw = _raw(chunk)
+        head = raw if len(raw) <= 120 else raw[:117] + "..."
+        what = f"a streamed chunk is not a chat-completion chunk ({problem}): {head}"
+        raise MalformedResponseError(what, raw)
+
+
+def _chunk_problem(chunk: Any) -> str | None:
+    if not isinstance(chunk, Mapping):
+        return f"it is {_kind(chunk)}, not an object"
+    choices = chunk.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        return f"choices is {_kind(choices)}, not a list"
+    for choice in choices or ():
+        if not isinstance(choice, Mapping):
+            return f"a choice is {_kind(choice)}, not an object"
+        index = choice.get("index")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+            return f"a choice index is {index!r}, not a number"
+        delta = choice.get("delta")
+        if delta is not None and not isinstance(delta, Mapping):
+            return f"a delta is {_kind(delta)}, not an object"
+        calls = (delta or {}).get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            return f"tool_calls is {_kind(calls)}, not a list"
+        for call in calls or ():
+            if not isinstance(call, Mapping) or not isinstance(call.get("function") or {}, Mapping):
+                return "a tool call is not an object with a function object"
+            t_index = call.get("index")
+            if t_index is not None and (isinstance(t_index, bool) or not isinstance(t_index, int)):
+                return f"a tool call index is {t_index!r}, not a number"
+    if chunk.get("usage"):
+        try:
+            parse_usage(chunk["usage"])
+        except MalformedResponseError as exc:
+            return str(exc)
+    return None
