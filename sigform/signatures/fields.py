@@ -133,6 +133,20 @@ class FieldSpec:
         return f"{self.kind.title()}Field({self.name}: {type_name(self.annotation)}{extra})"
 
 
+def _described_currency(spec: FieldSpec) -> Any:
+    """``DescribedCurrency`` for a number field (``Optional`` too) whose description names one currency."""
+    if not spec.desc:
+        return None
+    from sigform.types.coercion._numbers import DescribedCurrency, described_currency
+    from sigform.types.inspection import split_optional, strip_annotated
+
+    base = strip_annotated(split_optional(strip_annotated(spec.annotation)[0])[0])[0]
+    if base not in (int, float):
+        return None
+    code = described_currency(spec.desc)
+    return None if code is None else DescribedCurrency(code)
+
+
 def _check_name(name: str) -> None:
     # reserved names live with the Signature class; here only what makes a name unusable anywhere
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
@@ -181,8 +195,12 @@ def _constraint_fits(name: str, annotation: Any) -> bool:
 
 
 def _with_constraints(spec: FieldSpec) -> Any:
+    annotation = spec.annotation
+    described = _described_currency(spec)
+    if described is not None:  # read by the number parser: a mark of another currency is an error
+        annotation = Annotated[annotation, described]
     if not spec.constraints:
-        return spec.annotation
+        return annotation
     from pydantic import Field, TypeAdapter
 
     misfits = [name for name in spec.constraints if not _constraint_fits(name, spec.annotation)]
@@ -193,8 +211,8 @@ def _with_constraints(spec: FieldSpec) -> Any:
         )
     try:
         metadata = Field(**spec.constraints).metadata
-        params = (spec.annotation, *metadata)  # as a name: mypy reads `X[(a, *b)]` as 3.11-only syntax
-        constrained = Annotated[params] if metadata else spec.annotation
+        params = (annotation, *metadata)  # as a name: mypy reads `X[(a, *b)]` as 3.11-only syntax
+        constrained = Annotated[params] if metadata else annotation
         TypeAdapter(constrained)
     except Exception as exc:  # pydantic raises several types here; report them uniformly
         raise SignatureError(

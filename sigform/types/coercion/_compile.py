@@ -11,6 +11,7 @@ from typing import Any, Literal, Union
 from sigform.types.coercion._choices import EnumNode, LiteralNode
 from sigform.types.coercion._collections import DictNode, SeqNode, TupleNode
 from sigform.types.coercion._dates import DateNode
+from sigform.types.coercion._numbers import CurrencyField, DescribedCurrency
 from sigform.types.coercion._plan import Node, plan_for
 from sigform.types.coercion._records import RecordNode
 from sigform.types.coercion._scalars import (
@@ -50,11 +51,14 @@ class AnnotatedNode(Node):
 
     needs_validation = True
 
-    def __init__(self, annotation: Any, inner: Node) -> None:
+    def __init__(self, annotation: Any, inner: Node, currency: str | None = None) -> None:
         super().__init__(annotation)
         self.inner = inner
+        self.currency = currency  # the currency the field's description gives (numbers only)
 
     def convert(self, value: Any, name: str, text: bool) -> Any:
+        if self.currency is not None:
+            name = CurrencyField(name, self.currency)
         return self.inner.convert(value, name, text)
 
     def fit(self, value: Any, text: bool) -> float:
@@ -67,7 +71,8 @@ class AnnotatedNode(Node):
 def compile_node(annotation: Any) -> Node:
     base, metadata = strip_annotated(annotation)
     if metadata:
-        return AnnotatedNode(annotation, plan_for(base))
+        currency = next((m for m in metadata if isinstance(m, DescribedCurrency)), None)
+        return AnnotatedNode(annotation, plan_for(base), None if currency is None else str(currency))
     return _compile(base)
 
 

@@ -3,8 +3,9 @@
 Accepted: an optional sign, digits with correctly grouped thousands separators
 (``1,048,576``), a decimal part and exponent; a currency mark before or after the number
 (``$``, ``US$``, ``€``, ``£``, ``¥``, ``₹``, ``USD``, ``EUR`` ...: ``-$45.10``, ``$2,450.00``,
-``2,450.00 USD``) unless it contradicts the currency the field's name gives (``€`` on
-``price_usd``, ``$`` on ``fee_eur``); ``%`` only on fields named ``*_percent`` (``8.25%`` is
+``2,450.00 USD``) unless it contradicts the currency the field's name or description gives
+(``€`` on ``price_usd``, ``$`` on ``fee_eur``, ``$`` on a field described as "amount in EUR");
+``%`` only on fields named ``*_percent`` (``8.25%`` is
 ``8.25``, not ``0.0825``). Everything else (ranges, hedges, words, units, decimal commas) is an
 error: there is no single reading.
 """
@@ -18,7 +19,15 @@ import regex
 
 from sigform.types.coercion._plan import Invalid
 
-__all__ = ["CURRENCY_MARK", "INT_TEXT", "field_currency", "parse_number"]
+__all__ = [
+    "CURRENCY_MARK",
+    "INT_TEXT",
+    "CurrencyField",
+    "DescribedCurrency",
+    "described_currency",
+    "field_currency",
+    "parse_number",
+]
 
 INT_TEXT = re.compile(r"[-+]?\d+")
 # mark as written (upper case) -> the currencies it can mean
@@ -59,13 +68,47 @@ def field_currency(field: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+# the symbols that name one currency, when a description uses them (`$` could be several)
+_SYMBOLS = {m: next(iter(codes)) for m, codes in _MARKS.items() if not m.isalpha() and len(codes) == 1}
+_WORD = regex.compile(r"[A-Za-z]+")
+
+
+def described_currency(desc: str) -> str | None:
+    """The one currency a field's description names ("amount in EUR", "price in euros", "in £"),
+    or ``None`` (none, or several: "USD or EUR")."""
+    found = {_NAME_WORDS[w.lower()] for w in _WORD.findall(desc) if w.lower() in _NAME_WORDS}
+    found.update(code for mark, code in _SYMBOLS.items() if mark in desc)
+    return found.pop() if len(found) == 1 else None
+
+
+class DescribedCurrency(str):
+    """``Annotated`` metadata on a numeric field whose description names a currency: the code."""
+
+    __slots__ = ()
+
+
+class CurrencyField(str):
+    """A field name that also carries the currency its description gives (``.currency``)."""
+
+    __slots__ = ("currency",)
+    currency: str
+
+    def __new__(cls, name: str, currency: str) -> CurrencyField:
+        self = super().__new__(cls, name)
+        self.currency = currency
+        return self
+
+
 def _check_currency(text: str, field: str, marks: list[str]) -> None:
     means = [_MARKS[m.upper()] for m in marks]
     if len(means) == 2 and not means[0] & means[1]:
         raise Invalid(f"{text!r} names two currencies")
-    expected = field_currency(field)
-    if expected is not None and any(expected not in m for m in means):
-        raise Invalid(f"{text!r} is not in {expected}, the currency of field {field!r}")
+    named = field_currency(field)
+    if named is not None and any(named not in m for m in means):
+        raise Invalid(f"{text!r} is not in {named}, the currency of field {field!r}")
+    described = getattr(field, "currency", None)
+    if described is not None and any(described not in m for m in means):
+        raise Invalid(f"{text!r} is not in {described}, the currency field {field!r} is described in")
 
 
 def parse_number(text: str, field: str, *, integer: bool) -> int | float:
