@@ -183,7 +183,7 @@ class Adapter(PromptWriter):
         :class:`TextSignature`), the native tool calls fill the ``ToolCalls`` outputs and the
         other outputs are parsed from the text (rules in :mod:`sigform.adapters.native_tools`)."""
         if isinstance(signature, TextSignature):
-            return outputs_with_calls(self, signature, completion)
+            return outputs_with_calls(self, signature, completion, inputs)
         return self.parse(signature, completion.text, inputs=inputs)
 
     def prompt_signature(

@@ -211,8 +211,12 @@ def native_signature(
     return None
 
 
-def outputs_with_calls(adapter: Any, signature: TextSignature, completion: Completion) -> dict[str, Any]:
-    """Every output of ``signature.original`` from a native completion (rules in the module docstring)."""
+def outputs_with_calls(
+    adapter: Any, signature: TextSignature, completion: Completion, inputs: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Every output of ``signature.original`` from a native completion (rules in the module
+    docstring). ``inputs`` as for ``adapter.parse``: a repeated input never counts as an output."""
+    from sigform.adapters.echo import mask_echoes
     from sigform.adapters.fields import field_views
     from sigform.types import ToolCalls
 
@@ -221,7 +225,9 @@ def outputs_with_calls(adapter: Any, signature: TextSignature, completion: Compl
     text = completion.text or ""
     values: dict[str, Any] = {}
     if views and completion.tool_calls:
-        found = adapter.extract(signature, text) if text.strip() else None
+        echo = mask_echoes(text, inputs) if inputs else None
+        # an output seen only inside a repeated input was left out, like one not written at all
+        found = adapter.extract(signature, echo.masked if echo else text) if text.strip() else None
         present = [v.name for v in views if found is not None and _seen(found, v.name)]
         absent = [v for v in views if v.name not in present]
         required = [v for v in absent if not v.nullable]
@@ -236,10 +242,10 @@ def outputs_with_calls(adapter: Any, signature: TextSignature, completion: Compl
             )
         if present:
             sub = signature if not absent else signature.only(present)
-            values = adapter.parse(sub, text)
+            values = adapter.parse(sub, text, inputs=inputs)
         values.update(dict.fromkeys((v.name for v in absent), None))
     elif views:
-        values = adapter.parse(signature, text)
+        values = adapter.parse(signature, text, inputs=inputs)
     for name in signature.call_outputs:
         values[name] = calls
     return {name: values[name] for name in signature.original.output_fields}
