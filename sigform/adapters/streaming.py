@@ -3,10 +3,13 @@
 ``adapter.stream_parser(signature)`` returns a :class:`StreamParser`; feed it the text deltas of
 a streamed completion and it reports :class:`FieldDelta` objects for every field whose text
 grew or which finished. The result does not depend on how the text was chunked (one character
-at a time or the whole answer at once): each snapshot is computed from the text received so
-far, and text that could still turn into a marker (``[[ ## ...``, ``</field``, an unfinished
-JSON escape) is held back until it is known. ``text_so_far`` only ever grows; the typed values
-come from the adapter's ``parse`` once the stream ends.
+at a time or the whole answer at once): each snapshot is the one the whole-text functions below
+give for the text received so far, and text that could still turn into a marker (``[[ ## ...``,
+``</field``, an unfinished JSON escape) is held back until it is known. During the stream the
+snapshots come from the incremental readers of :mod:`sigform.adapters.stream_readers` (each delta
+is read once, not the whole text again: linear over the stream); at the end the whole-text
+function reads the text once more. ``text_so_far`` only ever grows; the typed values come from
+the adapter's ``parse`` once the stream ends.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import regex
 
 from sigform.adapters.chat_scan import HEADER_RE, restore_markers
 from sigform.adapters.names import FieldMatcher, norm_name
+from sigform.adapters.stream_readers import READERS
 from sigform.adapters.xml_scan import decode_text
 
 __all__ = ["FieldDelta", "StreamParser"]
@@ -202,7 +206,7 @@ class StreamParser:
         self.format = fmt
         self._snapshot = _SNAPSHOTS[fmt]
         self._matcher = FieldMatcher(signature.output_fields)
-        self._buffer: list[str] = []
+        self._reader = READERS[fmt](self._matcher)
         self._text = ""
         self._state: dict[str, tuple[str, bool]] = {}
 
@@ -215,8 +219,10 @@ class StreamParser:
         """Add ``delta`` and return the fields whose text grew or which finished."""
         if not delta:
             return []
-        self._text += delta
-        return self._update(self._snapshot(self._text, self._matcher), final=False)
+        text, self._text = self._text, ""
+        text += delta  # the only reference: CPython grows the string in place, no copy per delta
+        self._text = text
+        return self._update(self._reader.snapshot(text), final=False)
 
     def finish(self) -> list[FieldDelta]:
         """The stream ended: every field seen is finished with its full text."""
