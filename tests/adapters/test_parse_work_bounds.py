@@ -106,6 +106,12 @@ def test_entities_decode_as_before(text: str) -> None:
     assert xml_scan._decode_plain(text) == _OLD_ENTITY_RE.sub(lambda m: html.unescape(m.group()), text)
 
 
+@pytest.mark.parametrize("tail", ["", "& &lt;x &am", "&eacute; &", "&amp;lt; &#65;", "&&amp;;"])
+def test_many_entities_with_stray_ampersands_decode_as_before(tail: str) -> None:
+    text = "a&amp;b&lt;" * 100 + tail + "&quot;&apos;&gt;" * 3
+    assert xml_scan._decode_plain(text) == _OLD_ENTITY_RE.sub(lambda m: html.unescape(m.group()), text)
+
+
 def test_a_wall_of_entities_is_not_decoded_one_call_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     real = html.unescape
