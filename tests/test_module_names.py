@@ -38,19 +38,21 @@ def test_the_media_model_does_no_io_itself() -> None:
     assert media.sniff_mime(b"\x89PNG\r\n\x1a\n") == "image/png"  # still importable from here
 
 
-def test_one_reply_class_outside_the_test_doubles() -> None:
-    """The agent's reading of one LM turn is ``Turn``; ``Reply`` is the provider fakes' reply."""
+@pytest.mark.parametrize("name", ["Reply", "Request"])
+def test_one_class_per_name_outside_the_test_doubles(name: str) -> None:
+    """The agent's reading of one LM turn is ``Turn`` (``Reply`` is the provider fakes' reply);
+    the call loop's planned request is ``PlannedCall`` (``Request`` is the LM's request)."""
     defined = []
     for info in pkgutil.walk_packages(sigform.__path__, "sigform."):
         if info.name.startswith(("sigform.testing", "sigform.local", "sigform.cli")):
             continue
         module = importlib.import_module(info.name)
         defined += [
-            f"{info.name}.{name}"
-            for name, obj in inspect.getmembers(module, inspect.isclass)
-            if name == "Reply" and obj.__module__ == info.name
+            f"{info.name}.{n}"
+            for n, obj in inspect.getmembers(module, inspect.isclass)
+            if n == name and obj.__module__ == info.name
         ]
-    assert defined == []
+    assert defined == ([] if name == "Reply" else ["sigform.lm.request.Request"])
 
 
 def test_the_chat_message_type_is_defined_once_as_a_typed_dict() -> None:

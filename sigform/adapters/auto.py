@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from sigform.adapters.call_plan import Request
+from sigform.adapters.call_plan import PlannedCall
 from sigform.adapters.chat import ChatAdapter
 from sigform.adapters.result import AdapterResult
 from sigform.lm.interface import LMProtocol
@@ -65,7 +65,7 @@ class AutoAdapter(ChatAdapter):
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
-    ) -> Generator[Request, Any, AdapterResult]:
+    ) -> Generator[PlannedCall, Any, AdapterResult]:
         """The JSON adapter's loop where ``lm`` constrains decoding, else the chat adapter's."""
         if self.choose(lm) == "JSONAdapter":
             return self.json_adapter().loop(lm, signature, demos, inputs, lm_kwargs)  # type: ignore[no-any-return]

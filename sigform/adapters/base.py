@@ -21,7 +21,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from sigform.adapters.call_loop import RunState, adrive, attempt, drive, run_loop
-from sigform.adapters.call_plan import Request
+from sigform.adapters.call_plan import PlannedCall
 from sigform.adapters.echo import mask_echoes
 from sigform.adapters.extraction import Extracted, extract
 from sigform.adapters.field_values import typed_outputs
@@ -43,7 +43,7 @@ from sigform.errors import ParseError, StructureError
 from sigform.hooks import emit
 from sigform.lm.interface import Completion, LMProtocol
 
-__all__ = ["Adapter", "Request"]
+__all__ = ["Adapter", "PlannedCall"]
 
 
 class Adapter(PromptWriter):
@@ -211,8 +211,8 @@ class Adapter(PromptWriter):
         return self.fallback_adapter() if failed or self._fallback_option is True else None
 
     def send_request(
-        self, lm: LMProtocol, state: RunState, request: Request
-    ) -> Generator[Request, Any, list[Completion]]:
+        self, lm: LMProtocol, state: RunState, request: PlannedCall
+    ) -> Generator[PlannedCall, Any, list[Completion]]:
         """Yield one request and count its answer. Extension point: the JSON adapter steps down
         its response format when a provider rejects it."""
         completions = yield request
@@ -244,7 +244,7 @@ class Adapter(PromptWriter):
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
-    ) -> Generator[Request, Any, AdapterResult]:
+    ) -> Generator[PlannedCall, Any, AdapterResult]:
         """One run as a generator of requests (stepped by :meth:`run`, :meth:`arun`, or another
         adapter's loop); see :func:`sigform.adapters.call_loop.run_loop`."""
         return run_loop(self, lm, signature, demos, inputs, lm_kwargs)
@@ -257,7 +257,7 @@ class Adapter(PromptWriter):
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
         state: RunState,
-    ) -> Generator[Request, Any, list[Slot]]:
+    ) -> Generator[PlannedCall, Any, list[Slot]]:
         """One pass of this adapter in a run: format, send, read every candidate into a
         :class:`Slot`, ask again for failing values. Extension point (the two-step adapter answers
         freely, then extracts); see :func:`sigform.adapters.call_loop.attempt`."""

@@ -14,7 +14,7 @@
 5. with ``n > 1`` only the failed candidates are retried. The final error names the adapters
    tried, every failing field, and keeps every raw completion.
 
-The loop is a generator that yields each :class:`Request` it wants made and returns an
+The loop is a generator that yields each :class:`PlannedCall` it wants made and returns an
 :class:`AdapterResult`; :func:`drive` (sync) and :func:`adrive` (async) step it through one
 :class:`~sigform.adapters.call_plan.CallPlan`, so both paths behave the same.
 
@@ -31,7 +31,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sigform.adapters.call_plan import CallPlan, Request
+from sigform.adapters.call_plan import CallPlan, PlannedCall
 from sigform.adapters.native_tools import TextSignature
 from sigform.adapters.output_limit import OutputLimit, length_message, resolve_output_limit
 from sigform.adapters.repair import constrained_modes, failing_fields, request_key
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunState", "adrive", "attempt", "drive", "judge", "routed", "run_loop"]
 
-Loop = Generator[Request, Any, AdapterResult]
+Loop = Generator[PlannedCall, Any, AdapterResult]
 _NO_RETRY_FINISH = {"length", "content_filter", "refusal", "safety"}
 NO_LIMIT = OutputLimit(None, "none")
 
@@ -64,7 +64,7 @@ class RunState:
         self.sent: set[str] = set()
         self.adapter_names: list[str] = list(adapter_names)
 
-    def fresh(self, request: Request) -> bool:
+    def fresh(self, request: PlannedCall) -> bool:
         """Record ``request``; False when an identical one was already sent in this run."""
         key = request_key(request.messages, request.kwargs)
         if key in self.sent:
@@ -72,7 +72,7 @@ class RunState:
         self.sent.add(key)
         return True
 
-    def account(self, request: Request, completions: list[Completion]) -> None:
+    def account(self, request: PlannedCall, completions: list[Completion]) -> None:
         """Count one answered request: its usage, its completions, the first request's messages."""
         self.attempts += 1
         if self.first_messages is None:
@@ -156,7 +156,7 @@ def attempt(
     inputs: Mapping[str, Any],
     lm_kwargs: Mapping[str, Any],
     state: RunState,
-) -> Generator[Request, Any, list[Slot]]:
+) -> Generator[PlannedCall, Any, list[Slot]]:
     """Format and send one request, judge every candidate, ask again for failing values."""
     signature = adapter.prompt_signature(lm, signature, inputs, lm_kwargs)
     messages, layout = adapter.format_with_layout(signature, demos, inputs)
@@ -164,7 +164,8 @@ def attempt(
     limit = resolve_output_limit(lm, signature, lm_kwargs)
     if limit.source == "default":  # no limit set anywhere: one derived from the outputs
         kwargs["max_tokens"] = limit.tokens
-    first = Request(messages, kwargs, layout=layout)  # layout: read by the driver (pruning, cache markers)
+    # the layout is read by the driver: pruning and cache markers
+    first = PlannedCall(messages, kwargs, layout=layout)
     state.fresh(first)
     completions = yield from adapter.send_request(lm, state, first)
     if not completions:
@@ -229,13 +230,13 @@ def _retry_values(
     adapter: Adapter,
     lm: LMProtocol,
     signature: Any,
-    first: Request,
+    first: PlannedCall,
     kwargs: Mapping[str, Any],
     slot: Slot,
     state: RunState,
     inputs: Mapping[str, Any],
     limit: OutputLimit,
-) -> Generator[Request, Any, bool]:
+) -> Generator[PlannedCall, Any, bool]:
     """Ask again for a candidate whose values failed: for the failing fields only, under a
     schema constraint, where the LM has one; else a re-ask. False when nothing was sent: a
     request identical to one already sent would get the same answer at temperature 0."""
@@ -245,7 +246,7 @@ def _retry_values(
     modes = [] if isinstance(signature, TextSignature) else constrained_modes(json_adapter, lm)
     if not modes:
         reask = adapter.reask_messages(signature, messages, slot.completion, slot.error)
-        retry = Request(reask, dict(kwargs), layout=layout)
+        retry = PlannedCall(reask, dict(kwargs), layout=layout)
         if not state.fresh(retry):
             return False
         again = yield from adapter.send_request(lm, state, retry)
@@ -261,7 +262,7 @@ def _retry_values(
     request_kwargs.update(__modes__=modes, __signature__=subset)
     answer = slot.completion.text or ""
     fixing = repair.messages(adapter, signature, messages, answer, slot.error)
-    retry = Request(fixing, request_kwargs, layout=layout)
+    retry = PlannedCall(fixing, request_kwargs, layout=layout)
     if not state.fresh(retry):
         return False
     try:

@@ -1,6 +1,6 @@
 """Stepping the adapters' call loop, written once as a generator of LM requests.
 
-The loop (:func:`sigform.adapters.call_loop.run_loop`) yields each :class:`Request` it wants made
+The loop (:func:`sigform.adapters.call_loop.run_loop`) yields each :class:`PlannedCall` it wants made
 and returns its result. The sync driver, the async driver and the two-step adapter's extraction
 sub-loop step it through one :class:`CallPlan`; they differ only in how a request gets answered
 (a call, an await, a yield to the outer loop).
@@ -17,13 +17,13 @@ from sigform.errors import ContextWindowError
 from sigform.lm.interface import Completion, LMProtocol
 from sigform.message import Message
 
-__all__ = ["CallPlan", "Request"]
+__all__ = ["CallPlan", "PlannedCall"]
 
 Result = TypeVar("Result")
 
 
 @dataclass
-class Request:
+class PlannedCall:
     """One LM request the call loop wants made: ``kwargs`` are the request options the LM gets;
     ``layout`` tells the driver which turns may be pruned and which prefix is stable (prompt-cache
     markers); ``lm`` is the LM it goes to when that is not the caller's (two-step extraction)."""
@@ -40,9 +40,9 @@ class CallPlan(Generic[Result]):
 
     __slots__ = ("_loop", "request", "result")
 
-    def __init__(self, loop: Generator[Request, Any, Result]) -> None:
+    def __init__(self, loop: Generator[PlannedCall, Any, Result]) -> None:
         self._loop = loop
-        self.request: Request | None = None
+        self.request: PlannedCall | None = None
         self.result: Result
         self._advance(loop.send, None)
 
@@ -66,7 +66,7 @@ class CallPlan(Generic[Result]):
             raise exc
         self._advance(self._loop.throw, exc)
 
-    def _advance(self, step: Callable[[Any], Request], value: Any) -> None:
+    def _advance(self, step: Callable[[Any], PlannedCall], value: Any) -> None:
         try:
             self.request = step(value)
         except StopIteration as stop:

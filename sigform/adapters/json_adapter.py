@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from sigform.adapters.base import Adapter
 from sigform.adapters.call_loop import RunState
-from sigform.adapters.call_plan import Request
+from sigform.adapters.call_plan import PlannedCall
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.errors import BadRequestError, ProviderError
@@ -147,8 +147,8 @@ class JSONAdapter(Adapter):
         return kwargs
 
     def send_request(
-        self, lm: LMProtocol, state: RunState, request: Request
-    ) -> Generator[Request, Any, list[Completion]]:
+        self, lm: LMProtocol, state: RunState, request: PlannedCall
+    ) -> Generator[PlannedCall, Any, list[Completion]]:
         kwargs = dict(request.kwargs)
         modes: list[str] | None = kwargs.pop("__modes__", None)
         signature = kwargs.pop("__signature__", None)

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from sigform.adapters.base import Adapter
 from sigform.adapters.call_loop import RunState, routed
-from sigform.adapters.call_plan import Request
+from sigform.adapters.call_plan import PlannedCall
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView, SigCache
 from sigform.adapters.output_limit import TEXT_FIELD_TOKENS, resolve_output_limit
@@ -103,7 +103,7 @@ class TwoStepAdapter(Adapter):
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
         state: RunState,
-    ) -> Generator[Request, Any, list[Slot]]:
+    ) -> Generator[PlannedCall, Any, list[Slot]]:
         """The free-form answer of the main LM, then one extraction run per candidate, its
         requests routed to the extraction LM (its errors are the run's errors)."""
         messages, layout = self.format_with_layout(signature, demos, inputs)
@@ -111,7 +111,7 @@ class TwoStepAdapter(Adapter):
         limit = resolve_output_limit(lm, signature, lm_kwargs)
         if limit.tokens is not None and limit.source == "default":  # a text field's budget more
             first["max_tokens"] = limit.tokens + TEXT_FIELD_TOKENS
-        completions = yield from self.send_request(lm, state, Request(messages, first, layout=layout))
+        completions = yield from self.send_request(lm, state, PlannedCall(messages, first, layout=layout))
         if not completions:
             raise StructureError("the LM returned no completion", adapter=self.name)
         extraction_sig = self.extraction_signature(signature)

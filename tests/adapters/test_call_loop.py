@@ -12,7 +12,7 @@ from typing import Any
 import sigform as sf
 from sigform.adapters import Adapter, AutoAdapter, ChatAdapter, TwoStepAdapter
 from sigform.adapters.call_loop import RunState
-from sigform.adapters.call_plan import Request
+from sigform.adapters.call_plan import PlannedCall
 from sigform.adapters.json_adapter import forget_step_downs
 from sigform.lm.interface import Completion, LMProtocol
 from sigform.testing import ScriptedLM
@@ -43,11 +43,11 @@ class _Counting(ChatAdapter):
 
     def __init__(self) -> None:
         super().__init__(fallback=False)
-        self.seen: list[Request] = []
+        self.seen: list[PlannedCall] = []
 
     def send_request(
-        self, lm: LMProtocol, state: RunState, request: Request
-    ) -> Generator[Request, Any, list[Completion]]:
+        self, lm: LMProtocol, state: RunState, request: PlannedCall
+    ) -> Generator[PlannedCall, Any, list[Completion]]:
         self.seen.append(request)
         return (yield from super().send_request(lm, state, request))
 
@@ -96,7 +96,7 @@ def test_two_step_ignores_fallback_true_as_before() -> None:
 def test_base_adapter_keeps_the_request_name() -> None:
     from sigform.adapters import base
 
-    assert base.Request is Request and isinstance(Adapter(), Adapter)
+    assert base.PlannedCall is PlannedCall and isinstance(Adapter(), Adapter)
 
 
 def test_the_adapter_base_class_is_split_by_job() -> None:
