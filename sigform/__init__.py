@@ -20,9 +20,10 @@ imports litellm; the first attribute access loads the module that defines the na
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sigform._lazy import lazy_exports
+from sigform.predict.demo_selectors import register_selector_kind
 
 __version__ = "0.1.0"
 
@@ -254,6 +255,18 @@ _SUBMODULES = frozenset(
 
 
 __getattr__, __dir__ = lazy_exports("sigform", _EXPORTS, globals(), submodules=_SUBMODULES)
+
+
+def _load_knn_demos(state: Any, pool: list[Any], where: str, allow_model: bool) -> Any:
+    from sigform.optimize.knn import KNNDemos  # deferred: only a saved KNN selector loads optimize
+
+    return KNNDemos.from_state(state, pool, where, allow_model=allow_model)
+
+
+# sigform's own demo selector kinds, registered here (the package every submodule import runs
+# first, and the layer above both predict and optimize) so that a fresh process can load a saved
+# program's selector without predict importing optimize
+register_selector_kind("knn", _load_knn_demos)
 
 
 if TYPE_CHECKING:  # static checkers and IDEs see the real names

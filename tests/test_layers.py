@@ -56,9 +56,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "type-only: BatchError.failures is annotated with predict's Failure (issue 16 item 6 "
         "gathers the errors module)"
     ),
-    ("sigform.predict.persistence", "sigform.optimize.knn"): (
-        "loading a saved program rebuilds its KNNDemos demo selector, which is an optimizer too"
-    ),
 }
 
 

@@ -2,7 +2,7 @@
 
 For each predictor (by its attribute path from :meth:`Module.named_predictors`) the file holds
 the signature (field names, kinds, types, descriptions, constraints, instructions), the demos,
-a nearest-neighbour demo selector's settings and pool (see :mod:`sigform.optimize.knn`),
+a demo selector's kind, settings and pool (see :mod:`sigform.predict.demo_selectors`),
 the LM options (``temperature=...``) and the LM's own settings -- never a credential: no API key
 and no ``env:``/``cmd:`` reference (see :mod:`sigform.lm.saved_state`), no header, no option
 whose name looks like a secret.
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sigform.errors import ProgramStateError, SignatureError
 from sigform.lm.saved_state import request_options
+from sigform.predict.demo_selectors import selector_loader
 from sigform.predict.example import Example, as_example
 from sigform.probes import probe
 
@@ -110,12 +111,9 @@ def _restore_selector(entry: Any, signature: Any, where: str, restore_lm: bool) 
         return None
     if not isinstance(entry, Mapping) or not isinstance(entry.get("pool"), list):
         raise ProgramStateError(f"{where}: malformed demo_selector entry")
-    if entry.get("kind") != "knn":
-        raise ProgramStateError(f"{where}: unknown demo selector kind {entry.get('kind')!r}")
-    from sigform.optimize.knn import KNNDemos
-
+    load = selector_loader(entry.get("kind"), where)  # the file picks a registered kind, nothing else
     pool = [_restore_demo(d, signature, f"{where}.pool[{i}]") for i, d in enumerate(entry["pool"])]
-    return KNNDemos.from_state(entry, pool, where, allow_model=restore_lm)
+    return load(entry, pool, where, restore_lm)
 
 
 def predictor_state(name: str, predictor: Predict) -> dict[str, Any]:
