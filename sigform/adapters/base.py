@@ -21,7 +21,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from sigform.adapters.call_loop import RunState, adrive, attempt, drive, run_loop
-from sigform.adapters.call_plan import PlannedCall
+from sigform.adapters.call_plan import PlannedCall, ResponseFormats
 from sigform.adapters.echo import mask_echoes
 from sigform.adapters.extraction import Extracted, extract
 from sigform.adapters.field_values import typed_outputs
@@ -175,6 +175,13 @@ class Adapter(PromptWriter):
         if isinstance(signature, TextSignature):
             kwargs["tools"] = request_tools(signature.original, inputs, lm_kwargs.get("tools"))
         return kwargs
+
+    def response_formats(
+        self, lm: LMProtocol, signature: Any, kwargs: Mapping[str, Any]
+    ) -> ResponseFormats | None:
+        """The response formats a request with ``kwargs`` tries, read by :meth:`send_request`.
+        Extension point: the JSON adapter's schema modes, best first (None: the request as is)."""
+        return None
 
     def outputs_from_completion(
         self, signature: Any, completion: Completion, inputs: Mapping[str, Any] | None = None

@@ -20,8 +20,9 @@ The loop is a generator that yields each :class:`PlannedCall` it wants made and 
 
 What an adapter decides, it decides through its own methods (the extension points):
 ``Adapter.attempt`` (one format-send-read pass; the two-step adapter answers freely there, then
-extracts), ``Adapter.send_request`` (one request; the JSON adapter steps down response formats),
-``finished_completion``, ``complete_answer``, ``outputs_from_completion``, ``fallback_adapter``
+extracts), ``Adapter.response_formats`` (the formats a request tries, a typed field of the planned
+:class:`PlannedCall`), ``Adapter.send_request`` (one request; the JSON adapter steps down those
+formats), ``finished_completion``, ``complete_answer``, ``outputs_from_completion``, ``fallback_adapter``
 and ``constrains``.
 """
 
@@ -31,7 +32,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sigform.adapters.call_plan import CallPlan, PlannedCall
+from sigform.adapters.call_plan import CallPlan, PlannedCall, ResponseFormats
 from sigform.adapters.native_tools import TextSignature
 from sigform.adapters.output_limit import OutputLimit, length_message, resolve_output_limit
 from sigform.adapters.repair import constrained_modes, failing_fields, request_key
@@ -66,7 +67,7 @@ class RunState:
 
     def fresh(self, request: PlannedCall) -> bool:
         """Record ``request``; False when an identical one was already sent in this run."""
-        key = request_key(request.messages, request.kwargs)
+        key = request_key(request.messages, request.kwargs, request.formats)
         if key in self.sent:
             return False
         self.sent.add(key)
@@ -164,8 +165,9 @@ def attempt(
     limit = resolve_output_limit(lm, signature, lm_kwargs)
     if limit.source == "default":  # no limit set anywhere: one derived from the outputs
         kwargs["max_tokens"] = limit.tokens
-    # the layout is read by the driver: pruning and cache markers
-    first = PlannedCall(messages, kwargs, layout=layout)
+    formats = adapter.response_formats(lm, signature, kwargs)
+    # layout: read by the driver (pruning, cache markers); formats: by the adapter's send_request
+    first = PlannedCall(messages, kwargs, layout=layout, formats=formats)
     state.fresh(first)
     completions = yield from adapter.send_request(lm, state, first)
     if not completions:
@@ -246,7 +248,7 @@ def _retry_values(
     modes = [] if isinstance(signature, TextSignature) else constrained_modes(json_adapter, lm)
     if not modes:
         reask = adapter.reask_messages(signature, messages, slot.completion, slot.error)
-        retry = PlannedCall(reask, dict(kwargs), layout=layout)
+        retry = PlannedCall(reask, dict(kwargs), layout=layout, formats=first.formats)
         if not state.fresh(retry):
             return False
         again = yield from adapter.send_request(lm, state, retry)
@@ -259,10 +261,9 @@ def _retry_values(
     failing = failing_fields(slot.error)
     subset = repair.failing_signature(signature, failing)
     request_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "response_format")}
-    request_kwargs.update(__modes__=modes, __signature__=subset)
     answer = slot.completion.text or ""
     fixing = repair.messages(adapter, signature, messages, answer, slot.error)
-    retry = PlannedCall(fixing, request_kwargs, layout=layout)
+    retry = PlannedCall(fixing, request_kwargs, layout=layout, formats=ResponseFormats(tuple(modes), subset))
     if not state.fresh(retry):
         return False
     try:

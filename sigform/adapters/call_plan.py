@@ -17,21 +17,32 @@ from sigform.errors import ContextWindowError
 from sigform.lm.interface import Completion, LMProtocol
 from sigform.message import Message
 
-__all__ = ["CallPlan", "PlannedCall"]
+__all__ = ["CallPlan", "PlannedCall", "ResponseFormats"]
 
 Result = TypeVar("Result")
+
+
+@dataclass(frozen=True)
+class ResponseFormats:
+    """The response formats the JSON adapter tries for one request, best first (it steps down when
+    a provider rejects one), and the signature whose outputs' schema they constrain."""
+
+    modes: tuple[str, ...]
+    signature: Any
 
 
 @dataclass
 class PlannedCall:
     """One LM request the call loop wants made: ``kwargs`` are the request options the LM gets;
     ``layout`` tells the driver which turns may be pruned and which prefix is stable (prompt-cache
-    markers); ``lm`` is the LM it goes to when that is not the caller's (two-step extraction)."""
+    markers); ``lm`` is the LM it goes to when that is not the caller's (two-step extraction);
+    ``formats`` are the response formats the adapter's ``send_request`` tries, if any."""
 
     messages: list[Message]
     kwargs: dict[str, Any]
     layout: Layout | None = None
     lm: LMProtocol | None = None
+    formats: ResponseFormats | None = None
 
 
 class CallPlan(Generic[Result]):

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from sigform.adapters.base import Adapter
 from sigform.adapters.call_loop import RunState
-from sigform.adapters.call_plan import PlannedCall
+from sigform.adapters.call_plan import PlannedCall, ResponseFormats
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.errors import BadRequestError, ProviderError
@@ -136,26 +136,21 @@ class JSONAdapter(Adapter):
             return {"type": "json_object"}
         return None
 
-    def request_kwargs(
-        self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        kwargs = super().request_kwargs(lm, signature, inputs, lm_kwargs)
+    def response_formats(
+        self, lm: LMProtocol, signature: Any, kwargs: Mapping[str, Any]
+    ) -> ResponseFormats | None:
         if "response_format" in kwargs or not signature.output_fields:
-            return kwargs  # the caller decided, or only native tool calls are asked for
-        kwargs["__modes__"] = self.modes_for(lm)
-        kwargs["__signature__"] = signature
-        return kwargs
+            return None  # the caller decided, or only native tool calls are asked for
+        return ResponseFormats(tuple(self.modes_for(lm)), signature)
 
     def send_request(
         self, lm: LMProtocol, state: RunState, request: PlannedCall
     ) -> Generator[PlannedCall, Any, list[Completion]]:
-        kwargs = dict(request.kwargs)
-        modes: list[str] | None = kwargs.pop("__modes__", None)
-        signature = kwargs.pop("__signature__", None)
-        if modes is None:
-            return (yield from super().send_request(lm, state, replace(request, kwargs=kwargs)))
+        if request.formats is None:
+            return (yield from super().send_request(lm, state, request))
+        modes, signature = request.formats.modes, request.formats.signature
         for i, mode in enumerate(modes):
-            attempt = dict(kwargs)
+            attempt = dict(request.kwargs)
             fmt = self.response_format(mode, signature)
             if fmt is not None:
                 attempt["response_format"] = fmt

@@ -23,6 +23,7 @@ from sigform.message import Message
 
 if TYPE_CHECKING:
     from sigform.adapters.base import Adapter
+    from sigform.adapters.call_plan import ResponseFormats
     from sigform.adapters.json_adapter import JSONAdapter
 
 __all__ = [
@@ -37,16 +38,18 @@ __all__ = [
 # ``[0-9]``, not ``\d``: llama-cpp-python's schema-to-grammar port reads ``\d`` as a literal "d"
 DATE_PATTERN = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
 CONSTRAINED_MODES = ("json_schema", "json_object_schema")
-_INTERNAL = frozenset({"__signature__"})
 
 
-def request_key(messages: Sequence[Mapping[str, Any]], kwargs: Mapping[str, Any]) -> str:
-    """A fingerprint of what a request sends (messages and parameters, not driver hints)."""
-    sent = {k: v for k, v in kwargs.items() if k not in _INTERNAL}
-    signature = kwargs.get("__signature__")
-    if signature is not None:
-        sent["__signature__"] = repr(getattr(signature, "signature", signature))
-    return json.dumps([list(messages), sent], sort_keys=True, ensure_ascii=False, default=repr)
+def request_key(
+    messages: Sequence[Mapping[str, Any]], kwargs: Mapping[str, Any], formats: ResponseFormats | None = None
+) -> str:
+    """A fingerprint of what a request sends (messages, parameters and the response formats it
+    tries, not driver hints)."""
+    tried = None
+    if formats is not None:
+        signature = formats.signature
+        tried = [list(formats.modes), repr(getattr(signature, "signature", signature))]
+    return json.dumps([list(messages), dict(kwargs), tried], sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def constrained_modes(json_adapter: JSONAdapter, lm: LMProtocol) -> list[str]:
