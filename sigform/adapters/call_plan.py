@@ -25,10 +25,13 @@ Result = TypeVar("Result")
 @dataclass(frozen=True)
 class ResponseFormats:
     """The response formats the JSON adapter tries for one request, best first (it steps down when
-    a provider rejects one), and the signature whose outputs' schema they constrain."""
+    a provider rejects one), and the signature whose outputs' schema they constrain. ``lenient``
+    (a first answer) lets numbers and dates be written as the text does (``repair.lenient_values``);
+    a retry of a refused value is strict."""
 
     modes: tuple[str, ...]
     signature: Any
+    lenient: bool = False
 
 
 @dataclass

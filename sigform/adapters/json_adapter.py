@@ -57,14 +57,18 @@ class JSONAdapter(Adapter):
 
     # ---- formatting ---------------------------------------------------------------------------
 
-    def strict_schema(self, signature: Any) -> dict[str, Any]:
-        """The strict JSON schema of the output object (cached per signature)."""
-        schema = self._schemas.get(signature)
+    def strict_schema(self, signature: Any, *, lenient: bool = False) -> dict[str, Any]:
+        """The strict JSON schema of the output object (cached per signature); ``lenient``: the
+        first request's, with numbers and dates as the text writes them (see ``repair``)."""
+        schemas = self._schemas.get(signature)
+        if schemas is None:
+            schemas = self._schemas.put(signature, {})
+        schema = schemas.get(lenient)
         if schema is None:
             from sigform.adapters.repair import constrained_schema
 
-            schema = constrained_schema({v.name: v.validation_annotation for v in field_views(signature)[1]})
-            self._schemas.put(signature, schema)
+            annotations = {v.name: v.validation_annotation for v in field_views(signature)[1]}
+            schema = schemas[lenient] = constrained_schema(annotations, lenient=lenient)
         return schema
 
     def system_context(self, signature: Any, outputs: Any) -> dict[str, Any]:
@@ -120,18 +124,18 @@ class JSONAdapter(Adapter):
         floor = capabilities.best_mode(_model_key(lm), saved=not any(f in declared for f in _DECLARED))
         return [m for m in modes if MODES.index(m) >= floor]
 
-    def response_format(self, mode: str, signature: Any) -> dict[str, Any] | None:
+    def response_format(self, mode: str, signature: Any, *, lenient: bool = False) -> dict[str, Any] | None:
         if mode == "json_schema":
             return {
                 "type": "json_schema",
                 "json_schema": {
                     "name": _schema_name(signature),
                     "strict": True,
-                    "schema": self.strict_schema(signature),
+                    "schema": self.strict_schema(signature, lenient=lenient),
                 },
             }
         if mode == "json_object_schema":
-            return {"type": "json_object", "schema": self.strict_schema(signature)}
+            return {"type": "json_object", "schema": self.strict_schema(signature, lenient=lenient)}
         if mode == "json_object":
             return {"type": "json_object"}
         return None
@@ -141,7 +145,8 @@ class JSONAdapter(Adapter):
     ) -> ResponseFormats | None:
         if "response_format" in kwargs or not signature.output_fields:
             return None  # the caller decided, or only native tool calls are asked for
-        return ResponseFormats(tuple(self.modes_for(lm)), signature)
+        # a first answer: numbers and dates as the text writes them
+        return ResponseFormats(tuple(self.modes_for(lm)), signature, lenient=True)
 
     def send_request(
         self, lm: LMProtocol, state: RunState, request: PlannedCall
@@ -151,7 +156,7 @@ class JSONAdapter(Adapter):
         modes, signature = request.formats.modes, request.formats.signature
         for i, mode in enumerate(modes):
             attempt = dict(request.kwargs)
-            fmt = self.response_format(mode, signature)
+            fmt = self.response_format(mode, signature, lenient=request.formats.lenient)
             if fmt is not None:
                 attempt["response_format"] = fmt
             try:

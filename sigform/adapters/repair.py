@@ -37,6 +37,11 @@ __all__ = [
 
 # ``[0-9]``, not ``\d``: llama-cpp-python's schema-to-grammar port reads ``\d`` as a literal "d"
 DATE_PATTERN = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
+# the written forms of a number that sigform's parser reads (thousands commas, a currency sign):
+# a JSON number grammar cuts `2,450.00` to `2` at the comma (it is the grammar's key separator)
+NUMBER_TEXT_PATTERN = "^-?[$€£¥]?[0-9][0-9,]{0,14}([.][0-9]{1,6})?$"  # `[.]`: that port emits `\\.` unescaped
+# a date as a text states it (`May 1, 2025`, `12 February 2025`); the parser reads or refuses it
+DATE_TEXT_PATTERN = "^[A-Za-z0-9][A-Za-z0-9 ,./-]{3,30}$"
 CONSTRAINED_MODES = ("json_schema", "json_object_schema")
 
 
@@ -57,12 +62,35 @@ def constrained_modes(json_adapter: JSONAdapter, lm: LMProtocol) -> list[str]:
     return [m for m in json_adapter.modes_for(lm) if m in CONSTRAINED_MODES]
 
 
-def constrained_schema(annotations: Mapping[str, Any]) -> dict[str, Any]:
+def constrained_schema(annotations: Mapping[str, Any], *, lenient: bool = False) -> dict[str, Any]:
     """The strict object schema of ``annotations`` for constrained decoding, with every date as
-    a ``YYYY-MM-DD`` pattern (a pattern is what every schema-constrained server supports)."""
+    a ``YYYY-MM-DD`` pattern (a pattern is what every schema-constrained server supports).
+
+    ``lenient`` (a first request) lets numbers and dates be written as the input writes them, as
+    strings that sigform's parser reads or refuses (:func:`lenient_values`); a retry of a value
+    that failed uses the strict form."""
     from sigform.types import strict_json_schema
 
-    return _dates_as_pattern(strict_json_schema(dict(annotations)))
+    schema = strict_json_schema(dict(annotations))
+    return lenient_values(schema) if lenient else _dates_as_pattern(schema)
+
+
+def lenient_values(node: Any) -> Any:
+    """``node`` with each number and date schema replaced by a string of its written forms.
+
+    A small model copies `$2,450.00` or `May 1, 2025` from the text well and converts it badly:
+    under a number grammar it stops at the comma (`2`, a wrong value that validates), and under
+    a date pattern it writes null. The parse policy still decides what such a string means."""
+    if isinstance(node, list):
+        return [lenient_values(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    kind = node.get("type")
+    if kind in ("number", "integer"):
+        return {"type": "string", "pattern": NUMBER_TEXT_PATTERN}
+    if kind == "string" and node.get("format") == "date":
+        return {"type": "string", "pattern": DATE_TEXT_PATTERN}
+    return {k: lenient_values(v) for k, v in node.items()}
 
 
 def _dates_as_pattern(node: Any) -> Any:
