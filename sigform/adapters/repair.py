@@ -42,6 +42,7 @@ DATE_PATTERN = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
 NUMBER_TEXT_PATTERN = "^-?[$€£¥]?[0-9][0-9,]{0,14}([.][0-9]{1,6})?$"  # `[.]`: that port emits `\\.` unescaped
 # a date as a text states it (`May 1, 2025`, `12 February 2025`); the parser reads or refuses it
 DATE_TEXT_PATTERN = "^[A-Za-z0-9][A-Za-z0-9 ,./-]{3,30}$"
+_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
 CONSTRAINED_MODES = ("json_schema", "json_object_schema")
 
 
@@ -76,8 +77,8 @@ def constrained_schema(annotations: Mapping[str, Any], *, lenient: bool = False)
 
 
 def lenient_values(node: Any) -> Any:
-    """``node`` with each date schema, and each number schema that is not nullable, replaced by
-    a string of its written forms.
+    """``node`` with each date schema, and each number schema that is neither nullable nor
+    bounded, replaced by a string of its written forms.
 
     A small model copies `$2,450.00` or `May 1, 2025` from the text well and converts it badly:
     under a number grammar it stops at the comma (`2`, a wrong value that validates), and under
@@ -86,14 +87,16 @@ def lenient_values(node: Any) -> Any:
 
 
 def _lenient(node: Any, *, nullable: bool) -> Any:
-    # a nullable number stays a JSON number: offered a quoted number or null, the embedded model
+    # a bounded number (a score in [0, 1]) is no amount copied from the text, and its bounds would
+    # be lost: it stays a number (as a string the model wrote `"100.95"` for a 0..1 confidence).
+    # A nullable number stays a JSON number: offered a quoted number or null, the embedded model
     # wrote null for every event capacity of the dev split (12 of 12, 2 of them stated)
     if isinstance(node, list):
         return [_lenient(v, nullable=nullable) for v in node]
     if not isinstance(node, dict):
         return node
     kind = node.get("type")
-    if kind in ("number", "integer") and not nullable:
+    if kind in ("number", "integer") and not nullable and not _BOUNDS.intersection(node):
         return {"type": "string", "pattern": NUMBER_TEXT_PATTERN}
     if kind == "string" and node.get("format") == "date":
         return {"type": "string", "pattern": DATE_TEXT_PATTERN}

@@ -11,10 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 import sigform as sf
 from sigform.adapters.json_adapter import forget_step_downs
@@ -76,6 +76,8 @@ def test_listed_numbers_are_lenient_nullable_ones_not_and_the_strict_form_is_unc
     # a nullable number stays a number: offered a quoted one or null, the model wrote null
     assert venue["properties"]["capacity"]["anyOf"] == [{"type": "integer"}, {"type": "null"}]
     assert lenient["properties"]["prices"]["items"] == {"type": "string", "pattern": NUMBER_TEXT_PATTERN}
+    bounded = constrained_schema({"confidence": Annotated[float, Field(ge=0, le=1)]}, lenient=True)
+    assert bounded["properties"]["confidence"]["type"] == "number"  # a score keeps its bounds
     strict = constrained_schema(annotations)
     assert strict["properties"]["prices"]["items"] == {"type": "number"}
     assert strict["properties"]["venue"]["properties"]["capacity"]["anyOf"][0] == {"type": "integer"}
