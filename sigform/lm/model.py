@@ -25,6 +25,7 @@ from sigform.lm.lifecycle import Call, Ledger
 from sigform.lm.model_names import check_model_name
 from sigform.lm.options import LMOptions
 from sigform.lm.params import BASE_SPECS, ParameterError, ParamSpec, nest_dotted
+from sigform.lm.rate_limit import limited_route, limiter_of
 from sigform.lm.request import Request, cache_key, response_format_dict
 from sigform.lm.retry import RetryPolicy, check_limits
 from sigform.lm.routing import Route, current, resolve_route
@@ -382,6 +383,7 @@ class LM:
                 keyed.api_base = None  # a moving endpoint (local server port) is not its identity
             key = cache_key(keyed, rollout_id=rollout_id)
         policy = _policy(num_retries, options.retry_delay)
+        route = limited_route(route, limiter_of(self))  # each request attempt waits for the limit
         return Call(self, route, request, n, key, policy, self._ledger, started)
 
     # -- calls -----------------------------------------------------------------------------

@@ -42,7 +42,10 @@ class LMOptions:
     :meth:`LM.supports`; ``prompt_cache`` and ``prune`` are the defaults of the request options of
     the same names (see :mod:`sigform.conversation`); ``backend`` sends the requests instead of the
     one the model would get (see :mod:`sigform.lm.backend`; a test double:
-    :class:`sigform.testing.ScriptedBackend`).
+    :class:`sigform.testing.ScriptedBackend`); ``rpm`` and ``tpm`` limit requests and estimated
+    tokens per minute (one bucket per process for each model, endpoint and limits; saved with the
+    program), ``rate_limit`` puts any :class:`~sigform.lm.rate_limit.RateLimiter` there instead
+    (e.g. one shared by Ray workers; it wins over ``rpm``/``tpm``); see :mod:`sigform.lm.rate_limit`.
     """
 
     cache: bool = field(default=True, metadata=_saved("always", bool))
@@ -58,9 +61,17 @@ class LMOptions:
     prompt_cache: bool | None = field(default=None, metadata=_saved("when set", bool, type(None)))
     prune: Any = None
     backend: Backend | None = None
+    rpm: float | None = field(default=None, metadata=_saved("when set", int, float, type(None)))
+    tpm: float | None = field(default=None, metadata=_saved("when set", int, float, type(None)))
+    rate_limit: Any = None
 
     def __post_init__(self) -> None:
         check_limits(num_retries=self.num_retries, timeout=self.timeout, retry_delay=self.retry_delay)
+        from sigform.lm.rate_limit import check_limiter, check_rate
+
+        object.__setattr__(self, "rpm", check_rate("rpm", self.rpm))
+        object.__setattr__(self, "tpm", check_rate("tpm", self.tpm))
+        check_limiter(self.rate_limit)
         # private copies: a caller's later edits to its list or dict do not reach this LM
         object.__setattr__(self, "callbacks", tuple(self.callbacks or ()))
         object.__setattr__(self, "headers", dict(self.headers or {}))

@@ -1,0 +1,303 @@
+"""Requests-per-minute and tokens-per-minute limits: ``sf.LM(..., rpm=..., tpm=...)``.
+
+A limiter is anything with the :class:`RateLimiter` protocol. :class:`TokenBucket` is the one
+for a process; ``sigform.ray`` puts the same bucket in a Ray actor so the limit holds across
+every worker. Both answer one question -- "I want to send ``requests`` requests of ``tokens``
+tokens: how long must I wait?" -- and book the capacity at once, so callers only sleep (sync or
+async) for the returned time: the decision is made once, in one place.
+
+The bucket spaces requests evenly (no burst): after a request of ``k`` estimated tokens the next
+may start ``1 / (rpm / 60)`` seconds later and once ``k / (tpm / 60)`` seconds of token budget
+are paid back, so in any window of ``T`` seconds at most ``rpm * T / 60 + 1`` requests start.
+Tokens are estimated before sending, as providers do for their own limits: the prompt's
+characters / 4 plus the output limit (``max_tokens``) times the candidates asked for.
+
+A provider's 429 with ``Retry-After`` seen by one call pauses the whole limiter
+(:meth:`RateLimiter.report_retry_after`): no request starts before that time, from any caller
+sharing it. Requests already waiting for a slot booked before the 429 still go at their time.
+A caller that wakes up late for its slot (a blocked event loop, a starved thread) books a new
+one instead of sending, so late sleepers never go out together as a burst.
+
+The limit applies where requests leave: the LM wraps its route's backend (:func:`limited_route`),
+so retries, ``n`` top-ups and streams are counted and cache hits are not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from sigform.lm.model import LM
+    from sigform.lm.request import Request
+    from sigform.lm.routing import Route
+
+__all__ = [
+    "RateLimiter",
+    "TokenBucket",
+    "check_limiter",
+    "check_rate",
+    "estimate_tokens",
+    "limited_route",
+    "limiter_of",
+    "shared_bucket",
+]
+
+
+@runtime_checkable
+class RateLimiter(Protocol):
+    """What an LM needs from a rate limiter (local or shared across processes).
+
+    ``reserve`` books ``requests`` requests of ``tokens`` estimated tokens and returns the seconds
+    to wait before sending them. A limiter that lives elsewhere may also have ``async def
+    areserve(requests, tokens)``, which async calls use instead (so they never block their loop
+    on the round trip). ``report_retry_after`` says the provider asked everyone to wait
+    ``seconds``. ``limits`` are the numbers a saved program keeps (``{"rpm": ..., "tpm": ...}``)."""
+
+    def reserve(self, requests: int, tokens: int) -> float: ...
+
+    def report_retry_after(self, seconds: float) -> None: ...
+
+    @property
+    def limits(self) -> dict[str, float | None]: ...
+
+
+def check_rate(name: str, value: Any) -> float | None:
+    """``value`` as a per-minute limit (None: no limit), or a clear error naming the setting."""
+    if value is None:
+        return None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        from sigform.lm.params import ParameterError
+
+        raise ParameterError(
+            f"{name} must be a positive number per minute (None: no limit), got {value!r}; "
+            f"e.g. {name}=600"
+        )
+    return float(value)
+
+
+class TokenBucket:
+    """An in-process limiter of ``rpm`` requests and ``tpm`` estimated tokens per minute.
+
+    Thread-safe; the clock is injectable for tests. ``reserve`` never blocks: it returns the wait.
+    """
+
+    def __init__(
+        self,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.rpm = check_rate("rpm", rpm)
+        self.tpm = check_rate("tpm", tpm)
+        if self.rpm is None and self.tpm is None:
+            raise ValueError("a TokenBucket needs rpm= or tpm= (or both)")
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._next_request = -math.inf  # earliest start of the next request (request budget)
+        self._next_tokens = -math.inf  # earliest start once the token budget is paid back
+        self._paused_until = -math.inf  # a provider's Retry-After
+        self.requests = 0  # booked so far (for progress reports)
+        self.tokens = 0
+        self.waited = 0.0  # seconds of waiting handed out
+
+    @property
+    def limits(self) -> dict[str, float | None]:
+        return {"rpm": self.rpm, "tpm": self.tpm}
+
+    def reserve(self, requests: int = 1, tokens: int = 0) -> float:
+        with self._lock:
+            now = self._clock()
+            start = max(now, self._next_request, self._next_tokens, self._paused_until)
+            if self.rpm is not None:
+                self._next_request = start + requests * 60.0 / self.rpm
+            if self.tpm is not None:
+                self._next_tokens = start + max(tokens, 0) * 60.0 / self.tpm
+            self.requests += requests
+            self.tokens += max(tokens, 0)
+            self.waited += start - now
+            return start - now
+
+    def report_retry_after(self, seconds: float) -> None:
+        if not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds <= 0:
+            return
+        with self._lock:
+            self._paused_until = max(self._paused_until, self._clock() + float(seconds))
+
+    def __repr__(self) -> str:
+        return f"TokenBucket(rpm={self.rpm}, tpm={self.tpm})"
+
+    def __reduce__(self) -> Any:
+        # a copy elsewhere is a new bucket with the same limits (the lock and clock stay here);
+        # for one limit across processes use sigform.ray's shared limiter
+        return (TokenBucket, (self.rpm, self.tpm))
+
+
+# LMs for the same model and endpoint with the same limits share one bucket in a process
+_buckets: weakref.WeakValueDictionary[tuple[Any, ...], TokenBucket] = weakref.WeakValueDictionary()
+_buckets_lock = threading.Lock()
+
+
+def shared_bucket(identity: tuple[Any, ...], rpm: float | None, tpm: float | None) -> TokenBucket:
+    """The process's bucket for ``identity`` (model, endpoint) with these limits, made once."""
+    key = (*identity, rpm, tpm)
+    with _buckets_lock:
+        bucket = _buckets.get(key)
+        if bucket is None:
+            bucket = _buckets[key] = TokenBucket(rpm, tpm)
+        return bucket
+
+
+def estimate_tokens(req: Request) -> int:
+    """Tokens a request may use, estimated before it is sent: prompt characters / 4 plus the
+    output limit for every candidate asked."""
+    chars = 0
+    for message in req.messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            chars += len(content)
+        elif isinstance(content, list):
+            chars += sum(len(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    params = req.params
+    limit = params.get("max_tokens") or params.get("max_completion_tokens") or 0
+    n = params.get("n") or 1
+    out = limit * n if isinstance(limit, int) and isinstance(n, int) else 0
+    return chars // 4 + 1 + out
+
+
+def _retry_after_429(exc: BaseException) -> float | None:
+    from sigform.lm.errors_map import retry_after_of
+
+    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+    return retry_after_of(exc) if status == 429 else None
+
+
+async def _areserve(limiter: RateLimiter, tokens: int) -> float:
+    areserve: Callable[[int, int], Awaitable[float]] | None = getattr(limiter, "areserve", None)
+    return await areserve(1, tokens) if areserve is not None else limiter.reserve(1, tokens)
+
+
+# a caller that wakes this much after its booked time (a blocked event loop, a starved thread)
+# books again instead of sending: late sleepers waking together would otherwise go as a burst
+LATE = 0.01
+
+
+def _late(
+    wait: float, sleep: Callable[[float], None], clock: Callable[[], float] = time.monotonic
+) -> bool:
+    """Sleep ``wait`` seconds; whether the wake-up came more than :data:`LATE` too late."""
+    if wait <= 0:
+        return False  # nothing to sleep through, nothing to be late for
+    woke = clock() + wait
+    sleep(wait)
+    return clock() - woke > LATE
+
+
+class _LimitedBackend:
+    """A backend whose every request first waits for the limiter; a 429's Retry-After is reported."""
+
+    def __init__(self, inner: Any, limiter: RateLimiter) -> None:
+        self.inner = inner
+        self.limiter = limiter
+        self.name = inner.name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @contextlib.contextmanager
+    def _watching(self) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            seconds = _retry_after_429(exc)
+            if seconds is not None:
+                self.limiter.report_retry_after(seconds)
+            raise
+
+    def _turn(self, req: Request) -> None:
+        tokens = estimate_tokens(req)
+        while _late(self.limiter.reserve(1, tokens), time.sleep):
+            pass
+
+    async def _aturn(self, req: Request) -> None:
+        tokens = estimate_tokens(req)
+        while True:
+            wait = await _areserve(self.limiter, tokens)
+            if wait <= 0:
+                return
+            woke = time.monotonic() + wait
+            await asyncio.sleep(wait)
+            if time.monotonic() - woke <= LATE:
+                return
+
+    def complete(self, req: Request) -> Any:
+        self._turn(req)
+        with self._watching():
+            return self.inner.complete(req)
+
+    async def acomplete(self, req: Request) -> Any:
+        await self._aturn(req)
+        with self._watching():
+            return await self.inner.acomplete(req)
+
+    def stream(self, req: Request) -> Iterator[Any]:
+        self._turn(req)
+        with self._watching():
+            yield from self.inner.stream(req)
+
+    async def astream(self, req: Request) -> AsyncIterator[Any]:
+        await self._aturn(req)
+        with self._watching():
+            async for chunk in self.inner.astream(req):
+                yield chunk
+
+
+def limited_route(route: Route, limiter: RateLimiter | None) -> Route:
+    """``route`` with its backend behind ``limiter`` (the route itself when there is none)."""
+    if limiter is None:
+        return route
+    cached = _wrapped.get(id(route))
+    if cached is not None and cached[0] is route and cached[1] is limiter:
+        return cached[2]
+    wrapped = replace(route, backend=_LimitedBackend(route.backend, limiter))
+    _wrapped[id(route)] = (route, limiter, wrapped)
+    if len(_wrapped) > 256:  # routes are few; forget old ones rather than grow
+        _wrapped.pop(next(iter(_wrapped)))
+    return wrapped
+
+
+_wrapped: dict[int, tuple[Any, Any, Any]] = {}
+
+
+def check_limiter(limiter: Any) -> None:
+    """Refuse a ``rate_limit=`` that is not a :class:`RateLimiter`, saying what one is."""
+    if limiter is not None and not isinstance(limiter, RateLimiter):
+        raise TypeError(
+            "rate_limit must be a RateLimiter (reserve(), report_retry_after(), limits), e.g. "
+            f"sigform.lm.rate_limit.TokenBucket(rpm=600); got {type(limiter).__name__}"
+        )
+
+
+def limiter_of(lm: LM) -> RateLimiter | None:
+    """The limiter an LM's requests wait for: its ``rate_limit`` option, else the process's
+    bucket for its model, endpoint and ``rpm``/``tpm`` (held by the LM so that it lives as long)."""
+    options = lm.options
+    if options.rate_limit is not None:
+        return options.rate_limit  # type: ignore[no-any-return]
+    if options.rpm is None and options.tpm is None:
+        return None
+    held: TokenBucket | None = lm.__dict__.get("_bucket")
+    if held is None or held.rpm != options.rpm or held.tpm != options.tpm:
+        endpoint = lm._api_base.describe() if lm._api_base is not None else None
+        held = shared_bucket((lm.model, endpoint), options.rpm, options.tpm)
+        lm.__dict__["_bucket"] = held
+    return held

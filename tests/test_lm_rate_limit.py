@@ -1,0 +1,221 @@
+"""Rate limits in one process: ``sf.LM(..., rpm=..., tpm=...)`` and the token bucket behind it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import warnings
+from typing import Any
+
+import pytest
+
+import sigform as sf
+from sigform.errors import ProgramStateError, RateLimitError
+from sigform.lm.params import ParameterError
+from sigform.lm.rate_limit import RateLimiter, TokenBucket, estimate_tokens
+from sigform.lm.request import Request
+from sigform.lm.saved_state import lm_from_state
+from sigform.testing.providers import ErrorReply, OpenAIChatFake, RecordedRequest, Reply
+
+pytest_plugins = ["lm_fake_openai"]  # fixtures: isolated_cache
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def chat(**fields: object) -> str:
+    return "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in fields.items()) + "[[ ## completed ## ]]"
+
+
+class TimedFake(OpenAIChatFake):
+    """Records when each request arrived (monotonic seconds)."""
+
+    def __init__(self, *replies: Any, **kw: Any) -> None:
+        super().__init__(*replies, **kw)
+        self.arrivals: list[float] = []
+
+    async def handle(self, request: RecordedRequest) -> Any:
+        self.arrivals.append(time.monotonic())
+        return await super().handle(request)
+
+
+def max_in_window(times: list[float], window: float) -> int:
+    times = sorted(times)
+    best, lo = 0, 0
+    for hi, t in enumerate(times):
+        while t - times[lo] >= window:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
+
+
+def lm_for(fake: OpenAIChatFake, **kw: Any) -> sf.LM:
+    return sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base, api_key="sk-test", cache=False, **kw)
+
+
+# -- the bucket ----------------------------------------------------------------------------------
+
+
+def test_bucket_spaces_requests_evenly() -> None:
+    clock = Clock()
+    bucket = TokenBucket(rpm=120, clock=clock)  # one request every 0.5 s
+    waits = [bucket.reserve(1, 0) for _ in range(4)]
+    assert waits == [0.0, 0.5, 1.0, 1.5]
+    clock.now += 10  # idle time is not saved up as a burst
+    assert bucket.reserve(1, 0) == 0.0
+    assert bucket.reserve(1, 0) == 0.5
+
+
+def test_bucket_tokens_per_minute() -> None:
+    clock = Clock()
+    bucket = TokenBucket(tpm=6000, clock=clock)  # 100 tokens per second
+    assert bucket.reserve(1, 300) == 0.0
+    assert bucket.reserve(1, 50) == pytest.approx(3.0)  # the 300 tokens are paid back first
+    assert bucket.reserve(1, 0) == pytest.approx(3.5)
+    assert bucket.tokens == 350 and bucket.requests == 3
+
+
+def test_retry_after_pauses_every_caller() -> None:
+    clock = Clock()
+    bucket = TokenBucket(rpm=6000, clock=clock)
+    bucket.reserve(1, 0)
+    bucket.report_retry_after(7)
+    assert bucket.reserve(1, 0) == pytest.approx(7.0)
+    bucket.report_retry_after(float("nan"))  # a nonsense header changes nothing
+    bucket.report_retry_after(-3)
+    assert bucket.reserve(1, 0) == pytest.approx(7.01)
+
+
+@pytest.mark.parametrize("value", [0, -5, float("inf"), float("nan"), "60", True])
+def test_bad_limits_are_refused_naming_the_setting(value: Any) -> None:
+    with pytest.raises(ParameterError, match="rpm must be a positive number per minute"):
+        sf.LM("openai/gpt-4o-mini", rpm=value)
+    with pytest.raises(ParameterError, match="tpm must be"):
+        TokenBucket(tpm=value)
+
+
+def test_rate_limit_must_be_a_limiter() -> None:
+    with pytest.raises(TypeError, match="rate_limit must be a RateLimiter"):
+        sf.LM("openai/gpt-4o-mini", rate_limit=60)
+
+
+def test_estimate_counts_prompt_and_output_limit() -> None:
+    req = Request("m", "openai", [{"role": "user", "content": "x" * 400}], {"max_tokens": 50, "n": 2})
+    assert estimate_tokens(req) == 100 + 1 + 100
+
+
+# -- on the LM ---------------------------------------------------------------------------------
+
+
+def test_lm_options_are_not_request_parameters_and_copies_share_the_bucket() -> None:
+    with TimedFake(default=Reply("hi")) as fake:
+        lm = lm_for(fake, rpm=6000, tpm=10**6)
+        lm("hello")
+        body = fake.last_request.json
+    assert "rpm" not in body and "tpm" not in body and "rate_limit" not in body
+    assert isinstance(lm.rate_limit, RateLimiter)
+    assert lm.copy().rate_limit is lm.rate_limit
+    same = sf.LM(lm.model, api_base=lm.api_base, api_key="other", rpm=6000, tpm=10**6)
+    assert same.rate_limit is lm.rate_limit  # one limit per model and endpoint in a process
+    assert lm.copy(rpm=60).rate_limit.limits == {"rpm": 60.0, "tpm": 10**6}
+    assert lm.copy(rpm=None, tpm=None).rate_limit is None
+    assert lm.rate_limit.requests == 1, (len(fake.requests), [r.path for r in fake.requests], fake.failures)
+
+
+def test_cache_hits_use_no_rate(isolated_cache: Any) -> None:
+    with TimedFake(default=Reply("hi")) as fake:
+        lm = sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base, api_key="k", rpm=6000, cache=True)
+        booked = lm.rate_limit.requests
+        lm("the same question")
+        lm("the same question")
+    assert lm.stats["cache_hits"] == 1
+    assert lm.rate_limit.requests == booked + 1
+
+
+@pytest.mark.parametrize("mode", ["threads", "async"])
+def test_concurrent_calls_hold_the_limit_at_the_server(mode: str) -> None:
+    rpm = 1200  # 20 requests per second
+    with TimedFake(default=Reply(chat(y="1")), latency=0.02) as fake:
+        program = sf.Predict("x: int -> y: int", lm=lm_for(fake, rpm=rpm))
+        examples = [{"x": i} for i in range(16)]
+        if mode == "threads":
+            out = program.batch(examples, num_threads=8, progress=False, max_errors=0)
+        else:
+            out = asyncio.run(program.abatch(examples, concurrency=8, progress=False, max_errors=0))
+        fake.check()
+        arrivals = list(fake.arrivals)
+    assert [p.y for p in out] == [1] * 16
+    assert len(arrivals) == 16
+    # at most rate * window (+1 for the window's first request, +1 for a scheduling hiccup)
+    assert max_in_window(arrivals, 0.5) <= 10 + 2
+    assert arrivals[-1] - arrivals[0] >= 15 * 0.05 * 0.8  # without the limit all 16 go at once
+
+
+def test_a_429_with_retry_after_slows_every_lm_of_the_model() -> None:
+    with TimedFake(ErrorReply(429, retry_after=1), default=Reply("ok")) as fake:
+        first = lm_for(fake, rpm=60_000, num_retries=0)
+        other = lm_for(fake, rpm=60_000)  # another LM object, same model, endpoint and limit
+        with pytest.raises(RateLimitError):
+            first("a")
+        other("b")
+        arrivals = list(fake.arrivals)
+    assert other.rate_limit is first.rate_limit
+    assert arrivals[1] - arrivals[0] >= 0.9  # the second LM waited out the first one's 429
+
+
+# -- saved with the LM -----------------------------------------------------------------------------
+
+
+def test_limits_are_saved_and_loaded_with_the_lm_without_credentials(tmp_path: Any) -> None:
+    lm = sf.LM("openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", api_key="sk-secret-1", rpm=90)
+    state = lm.dump_state()
+    assert state["rate_limit"] == {"rpm": 90.0}
+    assert "sk-secret-1" not in repr(state)
+    again = lm_from_state(state)
+    assert again.rate_limit is not None and again.rate_limit.limits == {"rpm": 90.0, "tpm": None}
+
+    program = sf.Predict("q -> a", lm=lm)
+    path = program.save(tmp_path / "p.json")
+    assert "sk-secret-1" not in path.read_text()
+    loaded = sf.Predict("q -> a").load(path, restore_lm=True)
+    assert loaded.lm.rate_limit.limits["rpm"] == 90.0
+
+
+@pytest.mark.parametrize("entry", [{"rpm": -1}, {"rpm": "fast"}, ["rpm", 3], {"rpm": 3, "burst": 9}])
+def test_a_malformed_saved_limit_is_a_clear_error(entry: Any) -> None:
+    state = {"model": "openai/gpt-4o-mini", "kwargs": {}, "rate_limit": entry}
+    with warnings.catch_warnings(), pytest.raises(ProgramStateError, match="rate_limit"):
+        lm_from_state(state)
+
+
+def test_a_late_wake_up_books_again_instead_of_bursting() -> None:
+    from sigform.lm.rate_limit import _late
+
+    clock = Clock()
+
+    def sleep_for(extra: float) -> Any:
+        def sleep(wait: float) -> None:
+            clock.now += wait + extra
+
+        return sleep
+
+    assert _late(0.5, sleep_for(0.2), clock)  # a stalled sleeper must not send
+    assert not _late(0.5, sleep_for(0.001), clock)
+    assert not _late(0.0, sleep_for(1.0), clock)  # no wait: sent at once
+
+
+def test_streams_wait_for_the_limit_too() -> None:
+    async def run(lm: sf.LM) -> list[Any]:
+        return [piece async for piece in lm.astream("hi")]
+
+    with TimedFake(default=Reply("streamed answer")) as fake:
+        lm = lm_for(fake, rpm=6000)
+        pieces = list(lm.stream("hi"))
+        apieces = asyncio.run(run(lm))
+    assert pieces[-1][0].text == "streamed answer" and apieces[-1][0].text == "streamed answer"
+    assert lm.rate_limit.requests == 2
