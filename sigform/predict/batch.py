@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sigform.errors import BatchError
 from sigform.excerpt import shorten
@@ -25,6 +26,9 @@ from sigform.predict.example import Example, Record
 from sigform.predict.executors import Executor, ThreadExecutor, as_executor
 from sigform.predict.progress import BatchProgress, progress_wanted
 from sigform.settings import get_setting
+
+if TYPE_CHECKING:
+    from sigform.predict.checkpoint import ResumedRun
 
 __all__ = ["BatchError", "Failure", "run_abatch", "run_batch", "worker_count"]
 
@@ -105,13 +109,20 @@ class _Collector:
     """Results in input order, failures, progress and the max_errors rule."""
 
     def __init__(
-        self, items: list[tuple[Example, dict[str, Any]]], max_errors: int | None, bar: BatchProgress
+        self,
+        items: list[tuple[Example, dict[str, Any]]],
+        max_errors: int | None,
+        bar: BatchProgress,
+        resumed: ResumedRun | None = None,
     ):
         self.items = items
         self.results: list[Any] = [None] * len(items)
         self.failures: list[Failure] = []
         self.max_errors = max_errors
         self.bar = bar
+        self.resumed = resumed
+        if resumed is not None:
+            resumed.restore_into(self.results)
 
     def add(self, index: int, outcome: _Outcome | None) -> bool:
         """Record one outcome; True when the batch must stop."""
@@ -120,6 +131,8 @@ class _Collector:
         ok = outcome.error is None
         if ok:
             self.results[index] = outcome.value
+            if self.resumed is not None:
+                self.resumed.finished(index, outcome.value)  # durable before it counts as done
         else:
             assert outcome.error is not None
             failure = Failure(index, self.items[index][0], outcome.error)
@@ -142,6 +155,14 @@ class _Collector:
         if failures:
             logger.warning("batch: %d of %d examples failed", len(failures), len(self.items))
         return (self.results, failures) if return_failures else self.results
+
+
+def _resumed(checkpoint: str | os.PathLike[str] | None, program: Any, items: list[Any]) -> ResumedRun | None:
+    if checkpoint is None:
+        return None
+    from sigform.predict.checkpoint import ResumedRun
+
+    return ResumedRun(checkpoint, program, [inputs for _, inputs in items])
 
 
 def _resolve_max_errors(max_errors: int | None) -> int | None:
@@ -169,6 +190,7 @@ def run_batch(
     return_failures: bool = False,
     progress: bool | None = None,
     executor: Executor | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> list[Any] | tuple[list[Any], list[Failure]]:
     """Run ``program`` on every example in parallel; results in input order.
 
@@ -179,8 +201,12 @@ def run_batch(
         return_failures: return ``(results, failures)`` instead of ``results``.
         progress: show the progress bar (default: in a terminal or notebook, not in CI).
         executor: where tasks run (see :mod:`sigform.predict.executors`); default local threads.
+        checkpoint: a file (JSONL) that records every finished example as it completes; running
+            again with the same file skips them (see :mod:`sigform.predict.checkpoint`).
     """
     items = _prepare(examples)
+    resumed = _resumed(checkpoint, program, items)
+    todo = resumed.todo if resumed is not None else range(len(items))
     limit = _resolve_max_errors(max_errors)
     if executor is None:
         threads = worker_count(num_threads, "num_threads")
@@ -190,11 +216,12 @@ def run_batch(
         pool, owned = as_executor(executor), False
     # the guard holds a lock: it is shared only with local threads, never shipped elsewhere
     guard = _Guard(limit) if isinstance(pool, ThreadExecutor) else None
-    with BatchProgress(len(items), enabled=progress_wanted(progress) and bool(items)) as bar:
-        collector = _Collector(items, limit, bar)
+    with BatchProgress(len(todo), enabled=progress_wanted(progress) and bool(todo)) as bar:
+        collector = _Collector(items, limit, bar, resumed)
         pending: dict[Future[_Outcome | None], int] = {}
         try:
-            for index, (_, inputs) in enumerate(items):
+            for index in todo:
+                inputs = items[index][1]
                 args = (program, inputs) if guard is None else (program, inputs, guard)
                 pending[pool.submit(_run_one, *args)] = index
             while pending:
@@ -208,6 +235,8 @@ def run_batch(
                 future.cancel()
             if owned:
                 pool.shutdown(wait=True, cancel_futures=True)
+            if resumed is not None:
+                resumed.close()
     return collector.finish(return_failures)
 
 
@@ -219,12 +248,15 @@ async def run_abatch(
     max_errors: int | None = None,
     return_failures: bool = False,
     progress: bool | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> list[Any] | tuple[list[Any], list[Failure]]:
     """Async :func:`run_batch`: at most ``concurrency`` ``program.acall`` calls in flight.
 
     Each example runs in its own task, which copies the caller's context (settings, callbacks).
     """
     items = _prepare(examples)
+    resumed = _resumed(checkpoint, program, items)
+    todo = resumed.todo if resumed is not None else range(len(items))
     limit = _resolve_max_errors(max_errors)
     width = worker_count(concurrency, "concurrency")
     gate = asyncio.Semaphore(width)
@@ -242,9 +274,9 @@ async def run_abatch(
                     return index, _Outcome(None, exc, tracker.usage)
             return index, _Outcome(value, None, tracker.usage)
 
-    with BatchProgress(len(items), enabled=progress_wanted(progress) and bool(items)) as bar:
-        collector = _Collector(items, limit, bar)
-        tasks = [asyncio.ensure_future(one(i, inputs)) for i, (_, inputs) in enumerate(items)]
+    with BatchProgress(len(todo), enabled=progress_wanted(progress) and bool(todo)) as bar:
+        collector = _Collector(items, limit, bar, resumed)
+        tasks = [asyncio.ensure_future(one(i, items[i][1])) for i in todo]
         try:
             for next_done in asyncio.as_completed(tasks):
                 index, outcome = await next_done
@@ -254,4 +286,6 @@ async def run_abatch(
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if resumed is not None:
+                resumed.close()
     return collector.finish(return_failures)

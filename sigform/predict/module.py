@@ -26,6 +26,7 @@ import copy
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
@@ -262,6 +263,7 @@ class Module:
         return_failures: Literal[False] = False,
         progress: bool | None = None,
         executor: Executor | None = None,
+        checkpoint: str | PathLike[str] | None = None,
     ) -> list[_Result | None]: ...
     @overload
     def batch(
@@ -273,6 +275,7 @@ class Module:
         return_failures: Literal[True],
         progress: bool | None = None,
         executor: Executor | None = None,
+        checkpoint: str | PathLike[str] | None = None,
     ) -> tuple[list[_Result | None], list[Failure]]: ...
     def batch(
         self: _Forward[..., _Result],
@@ -283,10 +286,13 @@ class Module:
         return_failures: bool = False,
         progress: bool | None = None,
         executor: Executor | None = None,
+        checkpoint: str | PathLike[str] | None = None,
     ) -> list[_Result | None] | tuple[list[_Result | None], list[Failure]]:
         """Run the program on many inputs in parallel threads; see :func:`sigform.predict.batch.run_batch`.
 
-        Results are in input order; a failed example's result is None."""
+        Results are in input order; a failed example's result is None. With ``checkpoint=path``
+        every finished example is recorded in that file as it completes, and a rerun with the same
+        file skips them (see :mod:`sigform.predict.checkpoint`)."""
         from sigform.predict.batch import run_batch
 
         return run_batch(
@@ -297,6 +303,7 @@ class Module:
             return_failures=return_failures,
             progress=progress,
             executor=executor,
+            checkpoint=checkpoint,
         )
 
     @overload
@@ -308,6 +315,7 @@ class Module:
         max_errors: int | None = None,
         return_failures: Literal[False] = False,
         progress: bool | None = None,
+        checkpoint: str | PathLike[str] | None = None,
     ) -> list[_Result | None]: ...
     @overload
     async def abatch(
@@ -318,6 +326,7 @@ class Module:
         max_errors: int | None = None,
         return_failures: Literal[True],
         progress: bool | None = None,
+        checkpoint: str | PathLike[str] | None = None,
     ) -> tuple[list[_Result | None], list[Failure]]: ...
     async def abatch(
         self: _Forward[..., _Result],
@@ -327,6 +336,7 @@ class Module:
         max_errors: int | None = None,
         return_failures: bool = False,
         progress: bool | None = None,
+        checkpoint: str | PathLike[str] | None = None,
     ) -> list[_Result | None] | tuple[list[_Result | None], list[Failure]]:
         """Async twin of :meth:`batch`: ``concurrency`` calls in flight on the running loop."""
         from sigform.predict.batch import run_abatch
@@ -338,6 +348,7 @@ class Module:
             max_errors=max_errors,
             return_failures=return_failures,
             progress=progress,
+            checkpoint=checkpoint,
         )
 
     # -- display ----------------------------------------------------------------------------------

@@ -1,0 +1,313 @@
+"""Resumable batches: ``program.batch(examples, checkpoint="run.jsonl")``.
+
+Every finished example is appended to the checkpoint file as one JSON line as soon as it
+completes (flushed and fsync'ed), so a run that is stopped -- killed, crashed, interrupted -- can
+be started again with the same arguments and skips what is already done: its results are read
+back from the file, and only the other examples call the LM. Failed examples are not recorded;
+a restart runs them again.
+
+Each example is identified by a stable key: a SHA-256 over the program's saved state (its
+signatures, demos and LM settings, as :meth:`Module.dump_state` writes them, plus the configured
+LM's settings when a predictor has none of its own) and the example's inputs. A program that
+changed -- other demos, another model or temperature -- gets other keys; the file's first line
+records the program's digest, and a file written by another program state is refused with a
+clear error rather than silently reused or mixed.
+
+The file is untrusted input: it is read as JSON only (nothing in it is run or imported). A
+result is rebuilt by validating each stored field against the type the program's signatures
+declare for it (a ``date`` field comes back as a ``date``, a model as that model); a result
+whose values would not come back equal (an undeclared field of a type JSON cannot carry) is not
+recorded -- that example runs again on a restart -- and a warning says which field. A malformed
+line is an error naming the line; only an unfinished last line (a write cut off by the kill) is
+dropped. Restored results carry their outputs, not the raw LM text or usage of the first run.
+
+Format: the first line is ``{"format": "sigform.checkpoint", "version": 1, "program": <digest>}``;
+every other line is ``{"key": <hex>, "output": {field: value, ...}}`` (or ``"value"`` for a
+program that returns a plain JSON value instead of a prediction).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sigform.errors import SigformError
+from sigform.predict.example import Record
+from sigform.predict.prediction import Prediction
+
+__all__ = ["Checkpoint", "CheckpointError", "CheckpointWarning", "ResumedRun", "program_digest", "row_key"]
+
+FORMAT = "sigform.checkpoint"
+VERSION = 1
+_KEY_CHARS = frozenset("0123456789abcdef")
+
+
+class CheckpointError(SigformError, ValueError):
+    """A checkpoint file cannot be used: not one, malformed, or written by another program state."""
+
+
+class CheckpointWarning(UserWarning):
+    """A finished example could not be recorded so that it comes back equal: it will run again."""
+
+
+def _canonical(value: Any, what: str) -> str:
+    from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+    try:
+        data = to_jsonable_python(value)
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        raise CheckpointError(
+            f"checkpoint: {what} cannot be written as JSON ({exc}); a checkpointed batch needs "
+            "JSON-representable inputs (str, numbers, dates, enums, pydantic models, lists, dicts)"
+        ) from None
+
+
+def program_digest(program: Any) -> str:
+    """SHA-256 of the program's saved state (and of the configured LM's settings), in hex."""
+    from sigform.settings import get_setting
+
+    state: dict[str, Any] = {"program": program.dump_state()}
+    configured = get_setting("lm")
+    dump = getattr(configured, "dump_state", None)
+    if callable(dump) and any(getattr(p, "lm", None) is None for _, p in program.named_predictors()):
+        state["configured_lm"] = dump()
+    return hashlib.sha256(_canonical(state, "the program's state").encode()).hexdigest()
+
+
+def row_key(digest: str, inputs: Mapping[str, Any]) -> str:
+    """The stable key of one example: the program digest and the example's inputs."""
+    text = digest + "\n" + _canonical(dict(inputs), "an example's inputs")
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _declared_outputs(program: Any) -> dict[str, Any]:
+    """Output field name -> declared type, over the program's signatures (a name two predictors
+    declare with different types is left out: no one type to restore it with)."""
+    found: dict[str, Any] = {}
+    clashing: set[str] = set()
+    signatures = [p.signature for _, p in program.named_predictors()]
+    own = getattr(program, "signature", None)
+    if own is not None and own not in signatures:
+        signatures.append(own)
+    for signature in signatures:
+        for name, spec in signature.output_fields.items():
+            if name in found and found[name] != spec.annotation:
+                clashing.add(name)
+            found.setdefault(name, spec.annotation)
+    return {k: v for k, v in found.items() if k not in clashing}
+
+
+class _Codec:
+    """Outputs to JSON and back, by the declared field types (JSON values as they are without one)."""
+
+    def __init__(self, declared: Mapping[str, Any]) -> None:
+        self.declared = declared
+        self._adapters: dict[str, Any] = {}
+
+    def _adapter(self, name: str) -> Any:
+        adapter = self._adapters.get(name)
+        if adapter is None:
+            from pydantic import TypeAdapter
+
+            adapter = self._adapters[name] = TypeAdapter(self.declared[name])
+        return adapter
+
+    def decode_field(self, name: str, value: Any) -> Any:
+        return self._adapter(name).validate_python(value) if name in self.declared else value
+
+    def encode(self, result: Any) -> tuple[dict[str, Any] | None, str | None]:
+        """The JSON entry for ``result`` and None, or None and the name of a field that would not
+        come back equal."""
+        from pydantic_core import to_jsonable_python
+
+        if isinstance(result, Record):
+            values = result.to_dict()
+            encoded: dict[str, Any] = {}
+            for name, value in values.items():
+                try:
+                    data = json.loads(json.dumps(to_jsonable_python(value)))
+                    back = self.decode_field(name, data)
+                except Exception:
+                    return None, name
+                if not _same(back, value):
+                    return None, name
+                encoded[name] = data
+            return {"output": encoded}, None
+        try:
+            data = json.loads(json.dumps(result))
+        except (TypeError, ValueError):
+            return None, "the result"
+        return ({"value": data}, None) if _same(data, result) else (None, "the result")
+
+    def decode(self, entry: Mapping[str, Any], where: str) -> Any:
+        if "value" in entry:
+            return entry["value"]
+        output = entry.get("output")
+        if not isinstance(output, Mapping):
+            raise CheckpointError(f"{where}: a row needs an 'output' object")
+        values = {}
+        for name, value in output.items():
+            try:
+                values[str(name)] = self.decode_field(str(name), value)
+            except Exception as exc:
+                raise CheckpointError(
+                    f"{where}: field {name!r} does not fit the program's declared type "
+                    f"({type(exc).__name__}: {str(exc)[:200]}); was the file written by another program?"
+                ) from None
+        return Prediction(values)
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
+
+
+class Checkpoint:
+    """One checkpoint file opened for a program: finished rows by key, and an appender."""
+
+    def __init__(self, path: str | os.PathLike[str], program: Any) -> None:
+        self.path = Path(path)
+        self.digest = program_digest(program)
+        self._codec = _Codec(_declared_outputs(program))
+        self._rows: dict[str, Mapping[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._warned: set[str] = set()
+        self._file = self._open()
+
+    # -- reading ---------------------------------------------------------------------------
+    def _open(self) -> Any:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        header = {"format": FORMAT, "version": VERSION, "program": self.digest}
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            handle = open(self.path, "ab")  # noqa: SIM115 (kept open for appends)
+            self._append(handle, header)
+            return handle
+        keep = self._read()
+        handle = open(self.path, "r+b")  # noqa: SIM115
+        handle.truncate(keep)  # an unfinished last line (cut off by a kill) is dropped
+        handle.seek(keep)
+        return handle
+
+    def _read(self) -> int:
+        """Load the finished rows; returns the byte length of the complete lines."""
+        data = self.path.read_bytes()
+        complete = data.rfind(b"\n") + 1
+        lines = data[:complete].split(b"\n")[:-1]
+        if not lines:
+            raise CheckpointError(f"{self.path}: not a sigform checkpoint (no complete first line)")
+        self._check_header(lines[0])
+        for number, raw in enumerate(lines[1:], start=2):
+            where = f"{self.path}, line {number}"
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                raise CheckpointError(f"{where}: not JSON; the checkpoint is damaged") from None
+            key = entry.get("key") if isinstance(entry, dict) else None
+            if not isinstance(key, str) or len(key) != 64 or not set(key) <= _KEY_CHARS:
+                raise CheckpointError(f"{where}: a row needs a 'key' of 64 hex digits")
+            if "output" not in entry and "value" not in entry:
+                raise CheckpointError(f"{where}: a row needs an 'output' object")
+            self._codec.decode(entry, where)  # malformed values fail now, not mid-run
+            self._rows.setdefault(key, entry)
+        return complete
+
+    def _check_header(self, raw: bytes) -> None:
+        try:
+            header = json.loads(raw)
+        except ValueError:
+            header = None
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            raise CheckpointError(
+                f"{self.path}: not a sigform checkpoint (its first line is not "
+                f'{{"format": "{FORMAT}", ...}}); give batch() a new path'
+            )
+        if header.get("version") != VERSION:
+            version = header.get("version")
+            raise CheckpointError(f"{self.path}: checkpoint version {version!r} is not {VERSION}")
+        if header.get("program") != self.digest:
+            raise CheckpointError(
+                f"{self.path}: written by another program state (signatures, demos or LM settings "
+                "differ), so its results are not this program's. Use a new checkpoint path, or "
+                "delete the file to start over"
+            )
+
+    # -- rows ------------------------------------------------------------------------------
+    def key(self, inputs: Mapping[str, Any]) -> str:
+        return row_key(self.digest, inputs)
+
+    def finished(self, key: str) -> bool:
+        return key in self._rows
+
+    def result(self, key: str) -> Any:
+        """The recorded result of a finished row."""
+        return self._codec.decode(self._rows[key], f"{self.path}: row {key[:12]}")
+
+    def record(self, key: str, result: Any) -> bool:
+        """Append a finished row durably; False (and a warning, once per field) when the result
+        would not come back equal, so the row is left to run again."""
+        entry, problem = self._codec.encode(result)
+        if entry is None:
+            if problem not in self._warned:
+                self._warned.add(str(problem))
+                warnings.warn(
+                    f"checkpoint: {problem} cannot be stored so that it reads back the same (declare "
+                    "its type in the signature, or return JSON values); such examples run again on a "
+                    "restart",
+                    CheckpointWarning,
+                    stacklevel=3,
+                )
+            return False
+        line = {"key": key, **entry}
+        with self._lock:
+            if key in self._rows:
+                return True
+            self._append(self._file, line)
+            self._rows[key] = line
+        return True
+
+    @staticmethod
+    def _append(handle: Any, entry: Mapping[str, Any]) -> None:
+        handle.write((json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+        handle.flush()
+        os.fsync(handle.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> Checkpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ResumedRun:
+    """A batch's view of its checkpoint: which examples are left, their restored results, and
+    recording each one that finishes."""
+
+    def __init__(self, path: str | os.PathLike[str], program: Any, inputs: list[Mapping[str, Any]]) -> None:
+        self.checkpoint = Checkpoint(path, program)
+        self.keys = [self.checkpoint.key(x) for x in inputs]
+        self.todo = [i for i, key in enumerate(self.keys) if not self.checkpoint.finished(key)]
+
+    def restore_into(self, results: list[Any]) -> None:
+        """Put every finished example's recorded result in its slot."""
+        left = set(self.todo)
+        for index, key in enumerate(self.keys):
+            if index not in left:
+                results[index] = self.checkpoint.result(key)
+
+    def finished(self, index: int, result: Any) -> None:
+        self.checkpoint.record(self.keys[index], result)
+
+    def close(self) -> None:
+        self.checkpoint.close()

@@ -1,0 +1,285 @@
+"""Resumable batches: ``program.batch(..., checkpoint=path)`` records finished rows and skips them."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import datetime
+import enum
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+import pytest
+
+import sigform as sf
+from sigform.predict.checkpoint import CheckpointError, CheckpointWarning
+from sigform.testing.providers import ErrorReply, OpenAIChatFake, RecordedRequest, Reply
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Box(pydantic.BaseModel):
+    width: int
+    label: str
+
+
+class Report(sf.Signature):
+    x: int = sf.InputField()
+    when: datetime.date = sf.OutputField()
+    color: Color = sf.OutputField()
+    box: Box = sf.OutputField()
+    kind: Literal["odd", "even"] = sf.OutputField()
+
+
+def chat(**fields: object) -> str:
+    return "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in fields.items()) + "[[ ## completed ## ]]"
+
+
+def x_of(request: RecordedRequest) -> int:
+    return int(request.json["messages"][-1]["content"].split("[[ ## x ## ]]")[1].split()[0])
+
+
+def report_reply(request: RecordedRequest) -> Reply:
+    x = x_of(request)
+    return Reply(
+        chat(
+            when=f"2024-01-{x % 28 + 1:02d}",
+            color="red" if x % 2 else "blue",
+            box=json.dumps({"width": x, "label": f"box {x}"}),
+            kind="odd" if x % 2 else "even",
+        )
+    )
+
+
+def program_for(fake: OpenAIChatFake, **kw: Any) -> sf.Predict:
+    lm = sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base, api_key="sk-ck", cache=False, **kw)
+    return sf.Predict(Report, lm=lm, adapter=sf.ChatAdapter())
+
+
+def expected(x: int) -> dict[str, Any]:
+    return {
+        "when": datetime.date(2024, 1, x % 28 + 1),
+        "color": Color.RED if x % 2 else Color.BLUE,
+        "box": Box(width=x, label=f"box {x}"),
+        "kind": "odd" if x % 2 else "even",
+    }
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+
+
+@pytest.mark.parametrize("mode", ["threads", "async"])
+def test_a_rerun_skips_finished_rows_and_restores_typed_values(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / "run.jsonl"
+    with OpenAIChatFake(responder=report_reply) as fake:
+        program = program_for(fake)
+
+        def run(n: int) -> list[Any]:
+            examples = [{"x": i} for i in range(n)]
+            if mode == "threads":
+                return program.batch(examples, checkpoint=path, progress=False, num_threads=4)
+            return asyncio.run(program.abatch(examples, checkpoint=path, progress=False, concurrency=4))
+
+        first = run(5)
+        second = run(9)
+        fake.check()
+        asked = collections.Counter(x_of(r) for r in fake.requests)
+    assert asked == {i: 1 for i in range(9)}  # the first 5 were not asked again
+    assert [p.to_dict() for p in second] == [expected(i) for i in range(9)]
+    assert [p.to_dict() for p in first] == [p.to_dict() for p in second[:5]]
+    assert isinstance(second[0].box, Box) and second[0].color is Color.BLUE
+    assert len(rows(path)) == 9
+
+
+def test_failed_rows_are_not_recorded_and_run_again(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with OpenAIChatFake(responder=report_reply) as fake:
+        program = program_for(fake, num_retries=0)
+        fake.responder = lambda r: ErrorReply(400, "bad") if x_of(r) == 2 else report_reply(r)
+        first, failures = program.batch(
+            [{"x": i} for i in range(4)], checkpoint=path, progress=False, return_failures=True
+        )
+        fake.responder = report_reply
+        second = program.batch([{"x": i} for i in range(4)], checkpoint=path, progress=False)
+        asked = collections.Counter(x_of(r) for r in fake.requests)
+    assert first[2] is None and [f.index for f in failures] == [2]
+    assert second[2].to_dict() == expected(2)
+    assert asked == {0: 1, 1: 1, 2: 2, 3: 1}
+
+
+def test_duplicate_inputs_each_get_their_result(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with OpenAIChatFake(responder=report_reply) as fake:
+        program = program_for(fake)
+        program.batch([{"x": 1}], checkpoint=path, progress=False)
+        out = program.batch([{"x": 1}, {"x": 1}, {"x": 3}], checkpoint=path, progress=False)
+    assert [p.box.width for p in out] == [1, 1, 3]
+    assert sorted(r["output"]["box"]["width"] for r in rows(path)) == [1, 3]
+
+
+# -- the file is untrusted ---------------------------------------------------------------------
+
+
+def test_a_file_from_another_program_state_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with OpenAIChatFake(responder=report_reply) as fake:
+        program_for(fake).batch([{"x": 1}], checkpoint=path, progress=False)
+        before = path.read_bytes()
+        with pytest.raises(CheckpointError, match="another program state"):
+            program_for(fake, temperature=0.7).batch([{"x": 1}], checkpoint=path, progress=False)
+        demos = program_for(fake)
+        demos.demos = [sf.Example(x=5, **expected(5)).with_inputs("x")]
+        with pytest.raises(CheckpointError, match="another program state"):
+            demos.batch([{"x": 1}], checkpoint=path, progress=False)
+    assert path.read_bytes() == before  # nothing appended to a file that is not ours
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"hello world\n", "not a sigform checkpoint"),
+        (b'{"format": "something.else"}\n', "not a sigform checkpoint"),
+        (b"", None),  # an empty file is a new checkpoint
+        (b'{"format": "sigform.checkpoint", "version": 99, "program": "x"}\n', "version 99"),
+        (b"\x80\x81 not utf8\n", "not a sigform checkpoint"),
+    ],
+)
+def test_foreign_files_get_a_clear_error(tmp_path: Path, content: bytes, message: str | None) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(content)
+    with OpenAIChatFake(responder=report_reply) as fake:
+        program = program_for(fake)
+        if message is None:
+            assert program.batch([{"x": 1}], checkpoint=path, progress=False)[0].kind == "odd"
+        else:
+            with pytest.raises(CheckpointError, match=message):
+                program.batch([{"x": 1}], checkpoint=path, progress=False)
+            assert fake.requests == []
+
+
+def _written(fake: OpenAIChatFake, tmp_path: Path) -> tuple[Path, list[bytes]]:
+    path = tmp_path / "run.jsonl"
+    program_for(fake).batch([{"x": 1}, {"x": 2}], checkpoint=path, progress=False)
+    return path, path.read_bytes().splitlines(keepends=True)
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda row: b"{not json\n", "line 2: not JSON"),
+        (lambda row: b'{"key": "../../etc", "output": {}}\n', "line 2: a row needs a 'key'"),
+        (lambda row: row.replace(b'"output"', b'"outputs"'), "line 2: a row needs an 'output'"),
+        (lambda row: row.replace(b'"2024-01-02"', b'"next tuesday"'), "field 'when' does not fit"),
+        (lambda row: row.replace(b'"width":1', b'"width":{"__class__":"os.system"}'), "field 'box'"),
+    ],
+)
+def test_a_damaged_row_is_an_error_naming_the_line(tmp_path: Path, damage: Any, message: str) -> None:
+    with OpenAIChatFake(responder=report_reply) as fake:
+        path, lines = _written(fake, tmp_path)
+        row = next(line for line in lines[1:] if b'"width":1' in line)
+        others = [line for line in lines[1:] if line is not row]
+        path.write_bytes(lines[0] + damage(row) + b"".join(others))  # the damaged row is line 2
+        with pytest.raises(CheckpointError, match=message):
+            program_for(fake).batch([{"x": 1}], checkpoint=path, progress=False)
+
+
+def test_an_unfinished_last_line_is_dropped_and_run_again(tmp_path: Path) -> None:
+    with OpenAIChatFake(responder=report_reply) as fake:
+        path, lines = _written(fake, tmp_path)
+        path.write_bytes(b"".join(lines[:-1]) + lines[-1][:25])  # the kill cut the last write
+        out = program_for(fake).batch([{"x": 1}, {"x": 2}], checkpoint=path, progress=False)
+        assert len(fake.requests) == 3
+    assert [p.box.width for p in out] == [1, 2]
+    assert len(rows(path)) == 2  # every line complete again
+
+
+def test_a_result_that_would_not_read_back_equal_is_not_recorded(tmp_path: Path) -> None:
+    class Tagged(sf.Module):
+        def __init__(self, inner: sf.Predict) -> None:
+            self.inner = inner
+
+        def forward(self, x: int) -> sf.Prediction:
+            return sf.Prediction(kind=self.inner(x=x).kind, tags={x, x + 1})  # a set: no JSON type
+
+    path = tmp_path / "run.jsonl"
+    with OpenAIChatFake(responder=report_reply) as fake:
+        program = Tagged(program_for(fake))
+        for _ in range(2):
+            with pytest.warns(CheckpointWarning, match="tags cannot be stored"):
+                program.batch([{"x": 1}], checkpoint=path, progress=False)
+        assert len(fake.requests) == 2  # not skipped: it could not come back as it was
+    assert rows(path) == []
+
+
+def test_unjsonable_inputs_are_a_clear_error(tmp_path: Path) -> None:
+    with OpenAIChatFake(responder=report_reply) as fake, pytest.raises(CheckpointError, match="inputs"):
+        program_for(fake).batch([{"x": object()}], checkpoint=tmp_path / "r.jsonl", progress=False)
+
+
+# -- killed for real ---------------------------------------------------------------------------
+
+_RUNNER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {root!r})
+    sys.path.insert(0, {tests!r})
+    from test_batch_checkpoint import Report
+    import sigform as sf
+
+    lm = sf.LM({model!r}, api_base={api_base!r}, api_key="sk-ck", cache=False)
+    program = sf.Predict(Report, lm=lm, adapter=sf.ChatAdapter())
+    program.batch([{{"x": i}} for i in range({n})], checkpoint={path!r}, num_threads=4, progress=False)
+    print("finished", flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("seed", [random.randrange(10**6) for _ in range(2)])
+def test_killed_at_a_random_point_and_resumed_gives_one_result_per_row(tmp_path: Path, seed: int) -> None:
+    n = 40
+    kill_after = random.Random(seed).randrange(2, n - 8)  # finished rows before SIGKILL
+    path = tmp_path / "run.jsonl"
+    with OpenAIChatFake(responder=report_reply, latency=0.03) as fake:
+        script = _RUNNER.format(
+            root=str(ROOT), tests=str(ROOT / "tests"), model=fake.model("gpt-4o-mini"),
+            api_base=fake.api_base, n=n, path=str(path),
+        )
+        child = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while (not path.exists() or len(path.read_bytes().splitlines()) - 1 < kill_after) and (
+            child.poll() is None and time.monotonic() < deadline
+        ):
+            time.sleep(0.005)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        finished_before = {r["key"] for r in rows(path)}
+        asked_before = collections.Counter(x_of(r) for r in fake.requests)
+
+        results = program_for(fake).batch([{"x": i} for i in range(n)], checkpoint=path, progress=False)
+        fake.check()
+        asked = collections.Counter(x_of(r) for r in fake.requests)
+    note = f"seed {seed}: killed after {len(finished_before)} finished rows"
+    assert len(finished_before) >= kill_after, note
+    assert [p.to_dict() for p in results] == [expected(i) for i in range(n)], note
+    recorded = rows(path)
+    assert len(recorded) == n and len({r["key"] for r in recorded}) == n, note  # one per input row
+    # a row finished before the kill was asked exactly once over both runs
+    done_xs = {r["output"]["box"]["width"] for r in recorded if r["key"] in finished_before}
+    assert len(done_xs) == len(finished_before), note
+    assert all(asked[x] == 1 for x in done_xs), (note, {x: asked[x] for x in done_xs})
+    assert all(asked_before[x] == 1 for x in done_xs), note
