@@ -46,6 +46,10 @@ from sigform.lm.interface import Completion, LMProtocol
 __all__ = ["Adapter", "PlannedCall"]
 
 
+# per-process caches an adapter rebuilds empty when unpickled
+_CACHES = (SigCache, RepairPlan)
+
+
 class Adapter(PromptWriter):
     """Base class of every adapter; the call loop is :mod:`sigform.adapters.call_loop`.
 
@@ -89,6 +93,21 @@ class Adapter(PromptWriter):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_reasks={self.max_reasks})"
+
+    # -- pickling (a program sent to another process, e.g. a Ray worker) -----------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """The adapter's settings; its lock and caches stay in this process (rebuilt empty)."""
+        state = {k: v for k, v in self.__dict__.items() if k != "_lock" and not isinstance(v, _CACHES)}
+        state["_fresh_caches"] = [(k, type(v)) for k, v in self.__dict__.items() if isinstance(v, _CACHES)]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        fresh = state.pop("_fresh_caches", [])
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        for name, kind in fresh:
+            if kind in _CACHES:  # only the cache types: nothing from the pickle decides what is built
+                setattr(self, name, kind())
 
     # ---- parsing ---------------------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ class TemplateSet:
         templates: Mapping[str, str] | None = None,
         template_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        self._args = (folder, dict(templates) if templates else None, template_dir)
         loaders: list[jinja2.BaseLoader] = []
         if templates:
             bad = [k for k, v in templates.items() if not isinstance(v, str)]
@@ -65,6 +66,10 @@ class TemplateSet:
         self._env = _environment(jinja2.ChoiceLoader(loaders))
         self._compiled: dict[str, jinja2.Template] = {}
         self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt from its arguments elsewhere (the jinja environment and lock stay here)
+        return (TemplateSet, self._args)
 
     def get(self, name: str) -> jinja2.Template:
         """The compiled template ``name`` (compiled once, then cached)."""
