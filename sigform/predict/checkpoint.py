@@ -35,7 +35,7 @@ import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from sigform.errors import SigformError
 from sigform.predict.example import Record
@@ -174,9 +174,11 @@ def _same(a: Any, b: Any) -> bool:
 class Checkpoint:
     """One checkpoint file opened for a program: finished rows by key, and an appender."""
 
-    def __init__(self, path: str | os.PathLike[str], program: Any) -> None:
+    def __init__(self, path: str | os.PathLike[str], program: Any, *, digest: str | None = None) -> None:
+        """``digest`` defaults to :func:`program_digest` of ``program`` (a worker that rebuilt the
+        program elsewhere passes the digest its driver computed)."""
         self.path = Path(path)
-        self.digest = program_digest(program)
+        self.digest = digest if digest is not None else program_digest(program)
         self._codec = _Codec(_declared_outputs(program))
         self._rows: dict[str, Mapping[str, Any]] = {}
         self._lock = threading.Lock()
@@ -184,15 +186,14 @@ class Checkpoint:
         self._file = self._open()
 
     # -- reading ---------------------------------------------------------------------------
-    def _open(self) -> Any:
+    def _open(self) -> BinaryIO:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        header = {"format": FORMAT, "version": VERSION, "program": self.digest}
         if not self.path.exists() or self.path.stat().st_size == 0:
-            handle = open(self.path, "ab")  # noqa: SIM115 (kept open for appends)
-            self._append(handle, header)
-            return handle
+            fresh: BinaryIO = open(self.path, "ab")  # noqa: SIM115 (kept open for appends)
+            self._append(fresh, {"format": FORMAT, "version": VERSION, "program": self.digest})
+            return fresh
         keep = self._read()
-        handle = open(self.path, "r+b")  # noqa: SIM115
+        handle: BinaryIO = open(self.path, "r+b")  # noqa: SIM115
         handle.truncate(keep)  # an unfinished last line (cut off by a kill) is dropped
         handle.seek(keep)
         return handle
@@ -247,6 +248,20 @@ class Checkpoint:
     def finished(self, key: str) -> bool:
         return key in self._rows
 
+    @property
+    def rows(self) -> Mapping[str, Mapping[str, Any]]:
+        """Every finished row's JSON entry, by key."""
+        return self._rows
+
+    def adopt(self, rows: Mapping[str, Mapping[str, Any]]) -> None:
+        """Count rows another file of the same run recorded as finished here too (not rewritten)."""
+        for key, entry in rows.items():
+            self._rows.setdefault(key, entry)
+
+    def decode(self, entry: Mapping[str, Any]) -> Any:
+        """A recorded entry's result (entries come from files checked on opening)."""
+        return self._codec.decode(entry, f"{self.path}: row")
+
     def result(self, key: str) -> Any:
         """The recorded result of a finished row."""
         return self._codec.decode(self._rows[key], f"{self.path}: row {key[:12]}")
@@ -275,7 +290,7 @@ class Checkpoint:
         return True
 
     @staticmethod
-    def _append(handle: Any, entry: Mapping[str, Any]) -> None:
+    def _append(handle: BinaryIO, entry: Mapping[str, Any]) -> None:
         handle.write((json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
         handle.flush()
         os.fsync(handle.fileno())
