@@ -239,3 +239,20 @@ def test_a_rerun_with_the_checkpoint_takes_finished_rows_from_it(ray_session: No
     by_key = {r["sigform_key"]: r for r in first}
     assert all(by_key[r["sigform_key"]]["when"] == r["when"] for r in second if r["sigform_key"] in by_key)
     assert tally.summary()["resumed"] == 9  # rows 0-9 but the failed 5
+
+
+def test_a_program_with_a_signature_made_at_run_time_travels_to_a_worker() -> None:
+    import pickle
+
+    from sigform.ray.worker import pack_program
+
+    program = sf.Predict("question: str, when: datetime.date -> answer: Literal['yes', 'no']",
+                         adapter=sf.JSONAdapter())
+    program.demos = [sf.Example(question="q", when=datetime.date(2024, 1, 1), answer="yes")]
+    again = pickle.loads(pack_program(program))
+    assert again.signature == program.signature and again.signature is not program.signature
+    assert again.demos[0].when == datetime.date(2024, 1, 1)
+    inputs = {"question": "Is it?", "when": datetime.date(2024, 2, 2)}
+    assert again.adapter.format(again.signature, again.demos, inputs) == program.adapter.format(
+        program.signature, program.demos, inputs
+    )
