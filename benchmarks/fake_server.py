@@ -10,6 +10,7 @@ that both sides send the same kind of request).
     with FakeServer(text="[[ ## answer ## ]]\\nParis", latency=0.05) as server:
         server.api_base          # http://127.0.0.1:<port>/v1
         server.requests()        # the last recorded request bodies (JSON)
+        server.arrivals()        # when every model request arrived (for rate measurements)
 
 Run directly: ``python -m benchmarks.fake_server --text ... --latency 0.05`` prints the port and
 serves until its stdin closes.
@@ -21,6 +22,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 import urllib.request
 from collections import deque
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = 64
+ARRIVALS = 1_000_000  # arrival times kept (8 MB at most): rate measurements read them
 
 
 def _make_server(text: str, latency: float, prompt_tokens: int, completion_tokens: int) -> Any:
@@ -40,9 +43,13 @@ def _make_server(text: str, latency: float, prompt_tokens: int, completion_token
         async def handle(self, request: Any) -> Any:
             if request.path == "/__bench/requests":
                 return Response.json([r.json for r in list(self.requests) if r.path != request.path])
+            if request.path == "/__bench/arrivals":
+                return Response.json(list(self.arrivals))
+            self.arrivals.append(time.time())
             return await super().handle(request)
 
     server = BenchServer(default=reply, latency=latency)
+    server.arrivals = deque(maxlen=ARRIVALS)  # type: ignore[attr-defined]
     server.requests = deque(maxlen=RECORDED)  # type: ignore[assignment]  # bounded: long runs stay flat
     return server
 
@@ -83,6 +90,11 @@ class FakeServer:
     def requests(self) -> list[dict[str, Any]]:
         """The last recorded request bodies (at most 64), oldest first."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/__bench/requests", timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def arrivals(self) -> list[float]:
+        """When each model request arrived (the server's wall clock, seconds), oldest first."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/__bench/arrivals", timeout=30) as resp:
             return json.loads(resp.read())
 
     def stop(self) -> None:

@@ -143,17 +143,23 @@ def test_concurrent_calls_hold_the_limit_at_the_server(mode: str) -> None:
     with TimedFake(default=Reply(chat(y="1")), latency=0.02) as fake:
         program = sf.Predict("x: int -> y: int", lm=lm_for(fake, rpm=rpm))
         examples = [{"x": i} for i in range(16)]
-        if mode == "threads":
-            out = program.batch(examples, num_threads=8, progress=False, max_errors=0)
-        else:
-            out = asyncio.run(program.abatch(examples, concurrency=8, progress=False, max_errors=0))
+
+        def run() -> list[Any]:
+            if mode == "threads":
+                return program.batch(examples, num_threads=8, progress=False, max_errors=0)
+            return asyncio.run(program.abatch(examples, concurrency=8, progress=False, max_errors=0))
+
+        run()  # warm: a cold client is built after its request's slot, so its request goes late
+        fake.arrivals.clear()
+        out = run()
         fake.check()
         arrivals = list(fake.arrivals)
     assert [p.y for p in out] == [1] * 16
     assert len(arrivals) == 16
-    # at most rate * window (+1 for the window's first request, +1 for a scheduling hiccup)
-    assert max_in_window(arrivals, 0.5) <= 10 + 2
-    assert arrivals[-1] - arrivals[0] >= 15 * 0.05 * 0.8  # without the limit all 16 go at once
+    # at most rate * window (+1 for the window's first request; a caller stalled by a busy machine
+    # between its slot and the send may bunch with the next: +2)
+    assert max_in_window(arrivals, 1.0) <= 20 + 3, arrivals
+    assert arrivals[-1] - arrivals[0] >= 15 * 0.05 * 0.9  # without the limit all 16 go at once
 
 
 def test_a_429_with_retry_after_slows_every_lm_of_the_model() -> None:
@@ -219,3 +225,11 @@ def test_streams_wait_for_the_limit_too() -> None:
         apieces = asyncio.run(run(lm))
     assert pieces[-1][0].text == "streamed answer" and apieces[-1][0].text == "streamed answer"
     assert lm.rate_limit.requests == 2
+
+
+def test_a_slot_that_passed_before_its_answer_arrived_is_booked_again() -> None:
+    from sigform.lm.rate_limit import LATE, _late
+
+    clock = Clock()
+    assert _late(-2 * LATE, lambda wait: None, clock)  # a shared limiter's answer came too late
+    assert not _late(-LATE / 2, lambda wait: None, clock)  # just now: sent

@@ -206,9 +206,14 @@ def test_a_rate_limit_holds_across_two_workers(ray_session: None) -> None:
         ).take_all()
         arrivals = list(fake.arrivals)
     assert len(out) == n and len(arrivals) == n
-    # a bucket per worker would let ~60 through in a second; the shared one lets 30 (+1 edge, +1 jitter)
-    assert max_in_window(arrivals, 1.0) <= 30 + 2, sorted(round(t - arrivals[0], 3) for t in arrivals)
-    assert max_in_window(arrivals, 0.5) <= 15 + 2
+    # a bucket per worker would let ~60 a second through; the shared one 30. A worker stalled by a
+    # busy machine between its slot and the send bunches a few requests, so windows get a margin
+    # margin. Each worker's first request goes late (its SDK client is built after the slot): the
+    # rate is measured from the requests after those two
+    warm = sorted(arrivals)[2:]
+    shown = [round(t - warm[0], 3) for t in warm]
+    assert (len(warm) - 1) / (warm[-1] - warm[0]) <= 30 * 1.05, shown
+    assert max_in_window(warm, 2.0) <= 60 + 4, shown
 
 
 def test_a_rerun_with_the_checkpoint_takes_finished_rows_from_it(ray_session: None, tmp_path: Path) -> None:

@@ -194,9 +194,10 @@ LATE = 0.01
 def _late(
     wait: float, sleep: Callable[[float], None], clock: Callable[[], float] = time.monotonic
 ) -> bool:
-    """Sleep ``wait`` seconds; whether the wake-up came more than :data:`LATE` too late."""
+    """Sleep ``wait`` seconds; whether the wake-up came more than :data:`LATE` too late. A wait
+    below ``-LATE`` (a shared limiter's slot that had passed when its answer arrived) is late."""
     if wait <= 0:
-        return False  # nothing to sleep through, nothing to be late for
+        return wait < -LATE
     woke = clock() + wait
     sleep(wait)
     return clock() - woke > LATE
@@ -233,6 +234,8 @@ class _LimitedBackend:
         while True:
             wait = await _areserve(self.limiter, tokens)
             if wait <= 0:
+                if wait < -LATE:
+                    continue  # the slot passed while its answer travelled: book again
                 return
             woke = time.monotonic() + wait
             await asyncio.sleep(wait)

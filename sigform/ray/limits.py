@@ -4,12 +4,16 @@
 :class:`SharedRateLimit` is the handle workers put on their LMs (``lm.rate_limit``). It speaks
 the :class:`~sigform.lm.rate_limit.RateLimiter` protocol: each request books its slot with one
 actor call (``await``-ed on the worker's event loop, never blocking it), and a 429's Retry-After
-reported by any worker pauses the bucket for all of them. The wait is computed by the actor on
-its own clock and returned as a duration, so the workers' clocks never need to agree.
+reported by any worker pauses the bucket for all of them. The actor answers with the slot as a
+wall-clock time, not a duration: a reply delayed on its way back (a busy machine) would otherwise
+shift the send and let two slots go out together. Workers on other machines rely on their clocks
+agreeing (NTP keeps them within milliseconds); a worker that gets its answer after the slot passed
+books a new one (see :data:`sigform.lm.rate_limit.LATE`).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sigform.lm.rate_limit import TokenBucket
@@ -23,8 +27,9 @@ class _BucketActor:
     def __init__(self, rpm: float | None, tpm: float | None) -> None:
         self.bucket = TokenBucket(rpm, tpm)
 
-    def reserve(self, requests: int, tokens: int) -> float:
-        return self.bucket.reserve(requests, tokens)
+    def reserve_at(self, requests: int, tokens: int) -> float:
+        """The booked slot as a wall-clock time (the answer's trip back would shift a duration)."""
+        return time.time() + self.bucket.reserve(requests, tokens)
 
     def report_retry_after(self, seconds: float) -> None:
         self.bucket.report_retry_after(seconds)
@@ -47,10 +52,10 @@ class SharedRateLimit:
     def reserve(self, requests: int, tokens: int) -> float:
         import ray
 
-        return float(ray.get(self._actor.reserve.remote(requests, tokens)))
+        return float(ray.get(self._actor.reserve_at.remote(requests, tokens))) - time.time()
 
     async def areserve(self, requests: int, tokens: int) -> float:
-        return float(await self._actor.reserve.remote(requests, tokens))
+        return float(await self._actor.reserve_at.remote(requests, tokens)) - time.time()
 
     def report_retry_after(self, seconds: float) -> None:
         self._actor.report_retry_after.remote(seconds)  # no need to wait: the next booking sees it

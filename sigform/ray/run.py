@@ -14,6 +14,8 @@ from sigform.ray.worker import ProgramWorker, WorkerPayload, pack_program
 
 __all__ = ["RunTally", "map_program", "worker_payload"]
 
+BATCHES_PER_WORKER = 2
+
 
 class _TallyActor:
     """Counts what every worker reports after each batch."""
@@ -231,11 +233,12 @@ def map_program(
     )
     from ray.data import ActorPoolStrategy
 
-    pool = (
-        ActorPoolStrategy(size=concurrency)
-        if isinstance(concurrency, int)
-        else ActorPoolStrategy(min_size=concurrency[0], max_size=concurrency[1])
-    )
+    # two batches per actor at once: while one batch waits for its slowest row, the other's rows
+    # keep the actor's calls in flight (the worker's loop and semaphore are shared, thread-safe)
+    sizes = {"size": concurrency} if isinstance(concurrency, int) else {
+        "min_size": concurrency[0], "max_size": concurrency[1]
+    }
+    pool = ActorPoolStrategy(**sizes, max_tasks_in_flight_per_actor=4, enable_true_multi_threading=True)
     return ds.map_batches(
         ProgramWorker,
         fn_constructor_kwargs={"payload": payload},
@@ -243,4 +246,5 @@ def map_program(
         batch_format="pyarrow",
         compute=pool,
         num_cpus=num_cpus,
+        max_concurrency=BATCHES_PER_WORKER,
     )

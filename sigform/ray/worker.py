@@ -142,7 +142,7 @@ class ProgramWorker:
     async def _run(
         self, rows: list[Mapping[str, Any]]
     ) -> tuple[list[str], list[Any], list[BaseException | None], Usage, int]:
-        if self.gate is None:
+        if self.gate is None:  # made on the loop's thread; batches run on that one loop
             self.gate = asyncio.Semaphore(self.payload.calls_per_worker)
         inputs = [{name: row[name] for name in self.payload.inputs} for row in rows]
         keys = [row_key(self.payload.digest, x) for x in inputs]
