@@ -1,4 +1,4 @@
-"""10. Scale out: 5,000 rows against the fake at 50 ms latency, one process and on Ray.
+"""11. Scale out: 5,000 rows against the fake at 50 ms latency, one process and on Ray.
 
 sigform only (DSPy has no counterpart). The fake runs in its own process and records when each
 request arrived, so rates are measured where a provider would measure them.
@@ -29,7 +29,7 @@ from benchmarks.common import ROOT, Row, Section
 from benchmarks.fake_server import FakeServer
 
 CHAT_REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
-SECTION = "10 scale out"
+SECTION = "11 scale out"
 
 
 def _program(api_base: str, **lm_options: Any) -> Any:
