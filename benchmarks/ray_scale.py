@@ -27,6 +27,7 @@ from typing import Any
 
 from benchmarks.common import ROOT, Row, Section
 from benchmarks.fake_server import FakeServer
+from sigform.testing.rates import max_in_window
 
 CHAT_REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
 SECTION = "11 scale out"
@@ -38,17 +39,6 @@ def _program(api_base: str, **lm_options: Any) -> Any:
     lm = sf.LM("openai/gpt-4o-mini", api_base=api_base, api_key="k", cache=False, temperature=0.0,
                **lm_options)
     return sf.Predict("question -> answer", lm=lm, adapter=sf.ChatAdapter())
-
-
-def max_in_window(times: list[float], window: float) -> int:
-    """The most arrivals inside any ``window`` seconds."""
-    times = sorted(times)
-    best, lo = 0, 0
-    for hi, t in enumerate(times):
-        while t - times[lo] >= window:
-            lo += 1
-        best = max(best, hi - lo + 1)
-    return best
 
 
 def _abatch(program: Any, examples: list[dict[str, Any]], concurrency: int, **kw: Any) -> float:

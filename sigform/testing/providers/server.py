@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -44,7 +45,8 @@ _READ_SIZE = 65536
 class RecordedRequest:
     """One request as the server saw it, with credential values replaced by ``<redacted>``.
 
-    ``headers`` has lower-case names; ``query`` is the decoded query string.
+    ``headers`` has lower-case names; ``query`` is the decoded query string; ``received`` is when
+    the request had fully arrived (``time.monotonic()`` seconds, for measuring request rates).
     """
 
     method: str
@@ -52,6 +54,7 @@ class RecordedRequest:
     query: Mapping[str, str]
     headers: Mapping[str, str]
     body: bytes
+    received: float = 0.0
 
     @property
     def json(self) -> Any:
@@ -85,7 +88,7 @@ def _redact(request: h11.Request, body: bytes) -> RecordedRequest:
         headers[name] = REDACTED if name in _SECRET_HEADERS else raw_value.decode("latin-1")
     target = urlsplit(request.target.decode("latin-1"))
     query = {k: (REDACTED if k.lower() in _SECRET_QUERY else v) for k, v in parse_qsl(target.query)}
-    return RecordedRequest(request.method.decode(), target.path, query, headers, body)
+    return RecordedRequest(request.method.decode(), target.path, query, headers, body, time.monotonic())
 
 
 class LoopbackServer:

@@ -23,7 +23,7 @@ import pytest
 import sigform as sf
 from sigform.testing.providers import ErrorReply, OpenAIChatFake, RecordedRequest, Reply
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKER_KEY_VAR = "SIGFORM_RAY_TEST_KEY"  # set only in the workers' environment
 SECRET = "sk-live-driver-only-0123456789abcdef"
 
@@ -46,7 +46,8 @@ ray_data = pytest.importorskip("ray.data")
 @pytest.fixture(scope="module")
 def ray_session() -> Iterator[None]:
     environ = dict(os.environ)
-    paths = os.pathsep.join([str(ROOT), str(ROOT / "tests")])  # workers import sigform and this module
+    # workers import sigform and this module (its signature's field types)
+    paths = os.pathsep.join([str(ROOT), str(Path(__file__).parent)])
     ray.init(
         num_cpus=2,
         include_dashboard=False,
@@ -193,18 +194,17 @@ def test_no_credential_travels_to_the_workers(ray_session: None) -> None:
 
 
 def test_a_rate_limit_holds_across_two_workers(ray_session: None) -> None:
-    from test_lm_rate_limit import TimedFake, max_in_window
-
     from sigform.ray import map_program
+    from sigform.testing.rates import max_in_window
 
     n = 60
-    with TimedFake(responder=reply, latency=0.02) as fake:
+    with OpenAIChatFake(responder=reply, latency=0.02) as fake:
         program = program_for(fake, rpm=1800)  # 30 requests per second for the two workers together
         out = map_program(
             ray_data.from_items([{"id": i, "x": i} for i in range(n)]), program,
             concurrency=2, batch_size=10, calls_per_worker=16,
         ).take_all()
-        arrivals = list(fake.arrivals)
+        arrivals = [r.received for r in fake.requests]
     assert len(out) == n and len(arrivals) == n
     # a bucket per worker would let ~60 a second through; the shared one 30. A worker stalled by a
     # busy machine between its slot and the send bunches a few requests, so windows get a margin

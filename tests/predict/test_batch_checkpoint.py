@@ -24,7 +24,7 @@ import sigform as sf
 from sigform.predict.checkpoint import CheckpointError, CheckpointWarning
 from sigform.testing.providers import ErrorReply, OpenAIChatFake, RecordedRequest, Reply
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Color(enum.Enum):
@@ -256,7 +256,7 @@ def test_killed_at_a_random_point_and_resumed_gives_one_result_per_row(tmp_path:
     path = tmp_path / "run.jsonl"
     with OpenAIChatFake(responder=report_reply, latency=0.03) as fake:
         script = _RUNNER.format(
-            root=str(ROOT), tests=str(ROOT / "tests"), model=fake.model("gpt-4o-mini"),
+            root=str(ROOT), tests=str(Path(__file__).parent), model=fake.model("gpt-4o-mini"),
             api_base=fake.api_base, n=n, path=str(path),
         )
         child = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import warnings
 from typing import Any
 
@@ -15,9 +14,8 @@ from sigform.lm.params import ParameterError
 from sigform.lm.rate_limit import RateLimiter, TokenBucket, estimate_tokens
 from sigform.lm.request import Request
 from sigform.lm.saved_state import lm_from_state
-from sigform.testing.providers import ErrorReply, OpenAIChatFake, RecordedRequest, Reply
-
-pytest_plugins = ["lm_fake_openai"]  # fixtures: isolated_cache
+from sigform.testing.providers import ErrorReply, OpenAIChatFake, Reply
+from sigform.testing.rates import max_in_window
 
 
 class Clock:
@@ -30,28 +28,6 @@ class Clock:
 
 def chat(**fields: object) -> str:
     return "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in fields.items()) + "[[ ## completed ## ]]"
-
-
-class TimedFake(OpenAIChatFake):
-    """Records when each request arrived (monotonic seconds)."""
-
-    def __init__(self, *replies: Any, **kw: Any) -> None:
-        super().__init__(*replies, **kw)
-        self.arrivals: list[float] = []
-
-    async def handle(self, request: RecordedRequest) -> Any:
-        self.arrivals.append(time.monotonic())
-        return await super().handle(request)
-
-
-def max_in_window(times: list[float], window: float) -> int:
-    times = sorted(times)
-    best, lo = 0, 0
-    for hi, t in enumerate(times):
-        while t - times[lo] >= window:
-            lo += 1
-        best = max(best, hi - lo + 1)
-    return best
 
 
 def lm_for(fake: OpenAIChatFake, **kw: Any) -> sf.LM:
@@ -113,7 +89,7 @@ def test_estimate_counts_prompt_and_output_limit() -> None:
 
 
 def test_lm_options_are_not_request_parameters_and_copies_share_the_bucket() -> None:
-    with TimedFake(default=Reply("hi")) as fake:
+    with OpenAIChatFake(default=Reply("hi")) as fake:
         lm = lm_for(fake, rpm=6000, tpm=10**6)
         lm("hello")
         body = fake.last_request.json
@@ -128,7 +104,7 @@ def test_lm_options_are_not_request_parameters_and_copies_share_the_bucket() -> 
 
 
 def test_cache_hits_use_no_rate(isolated_cache: Any) -> None:
-    with TimedFake(default=Reply("hi")) as fake:
+    with OpenAIChatFake(default=Reply("hi")) as fake:
         lm = sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base, api_key="k", rpm=6000, cache=True)
         booked = lm.rate_limit.requests
         lm("the same question")
@@ -140,7 +116,7 @@ def test_cache_hits_use_no_rate(isolated_cache: Any) -> None:
 @pytest.mark.parametrize("mode", ["threads", "async"])
 def test_concurrent_calls_hold_the_limit_at_the_server(mode: str) -> None:
     rpm = 1200  # 20 requests per second
-    with TimedFake(default=Reply(chat(y="1")), latency=0.02) as fake:
+    with OpenAIChatFake(default=Reply(chat(y="1")), latency=0.02) as fake:
         program = sf.Predict("x: int -> y: int", lm=lm_for(fake, rpm=rpm))
         examples = [{"x": i} for i in range(16)]
 
@@ -150,10 +126,10 @@ def test_concurrent_calls_hold_the_limit_at_the_server(mode: str) -> None:
             return asyncio.run(program.abatch(examples, concurrency=8, progress=False, max_errors=0))
 
         run()  # warm: a cold client is built after its request's slot, so its request goes late
-        fake.arrivals.clear()
+        fake.requests.clear()
         out = run()
         fake.check()
-        arrivals = list(fake.arrivals)
+        arrivals = [r.received for r in fake.requests]
     assert [p.y for p in out] == [1] * 16
     assert len(arrivals) == 16
     # at most rate * window (+1 for the window's first request; a caller stalled by a busy machine
@@ -163,13 +139,13 @@ def test_concurrent_calls_hold_the_limit_at_the_server(mode: str) -> None:
 
 
 def test_a_429_with_retry_after_slows_every_lm_of_the_model() -> None:
-    with TimedFake(ErrorReply(429, retry_after=1), default=Reply("ok")) as fake:
+    with OpenAIChatFake(ErrorReply(429, retry_after=1), default=Reply("ok")) as fake:
         first = lm_for(fake, rpm=60_000, num_retries=0)
         other = lm_for(fake, rpm=60_000)  # another LM object, same model, endpoint and limit
         with pytest.raises(RateLimitError):
             first("a")
         other("b")
-        arrivals = list(fake.arrivals)
+        arrivals = [r.received for r in fake.requests]
     assert other.rate_limit is first.rate_limit
     assert arrivals[1] - arrivals[0] >= 0.9  # the second LM waited out the first one's 429
 
@@ -219,7 +195,7 @@ def test_streams_wait_for_the_limit_too() -> None:
     async def run(lm: sf.LM) -> list[Any]:
         return [piece async for piece in lm.astream("hi")]
 
-    with TimedFake(default=Reply("streamed answer")) as fake:
+    with OpenAIChatFake(default=Reply("streamed answer")) as fake:
         lm = lm_for(fake, rpm=6000)
         pieces = list(lm.stream("hi"))
         apieces = asyncio.run(run(lm))
