@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sigform.lm.rate_limit import limiter_of
 from sigform.predict.checkpoint import Checkpoint, program_digest
 from sigform.ray.columns import column_plan
 from sigform.ray.limits import SharedRateLimit, shared_limit
@@ -108,7 +109,7 @@ def _program_parts(program: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
                 "configure one with sf.configure(lm=...)"
             )
         predictor.lm = lm
-        if getattr(lm, "rate_limit", None) is not None:
+        if limiter_of(lm) is not None:
             limits[name] = lm
     state = full.dump_state()
     for _, predictor in full.named_predictors():
@@ -122,7 +123,7 @@ def _shared_limits(lms: Mapping[str, Any]) -> dict[str, SharedRateLimit]:
     actors: dict[tuple[Any, ...], SharedRateLimit] = {}
     out: dict[str, SharedRateLimit] = {}
     for name, lm in lms.items():
-        existing = lm.rate_limit
+        existing = limiter_of(lm)
         if isinstance(existing, SharedRateLimit):
             out[name] = existing
             continue

@@ -13,6 +13,7 @@ import sigform as sf
 from sigform.hooks import Callback
 from sigform.lm import LM
 from sigform.lm.options import LMOptions
+from sigform.lm.rate_limit import TokenBucket
 from sigform.testing import ScriptedBackend
 
 # a value other than the default for every option
@@ -30,6 +31,9 @@ NON_DEFAULT: dict[str, Any] = {
     "prompt_cache": True,
     "prune": False,
     "backend": ScriptedBackend(["ok"]),
+    "rpm": 600.0,
+    "tpm": 90_000.0,
+    "rate_limit": TokenBucket(rpm=30),
 }
 
 
@@ -97,8 +101,11 @@ def test_a_saved_lm_keeps_the_same_options_as_before() -> None:
         "strict": True,
         "capabilities": {"tools": True},
         "prompt_cache": True,
+        "rpm": 600.0,  # the rate limits (issue 15): numbers only, never the limiter object
+        "tpm": 90_000.0,
     }
     plain = LM("openai/x").dump_state()
     assert "capabilities" not in plain and "prompt_cache" not in plain  # only when set
+    assert "rpm" not in plain and "tpm" not in plain
     assert LM("openai/x", prompt_cache=False).dump_state()["prompt_cache"] is False
     assert LM.load_state(state).options.num_retries == 1

@@ -11,7 +11,7 @@ import pytest
 import sigform as sf
 from sigform.errors import ProgramStateError, RateLimitError
 from sigform.lm.params import ParameterError
-from sigform.lm.rate_limit import RateLimiter, TokenBucket, estimate_tokens
+from sigform.lm.rate_limit import RateLimiter, TokenBucket, estimate_tokens, limiter_of
 from sigform.lm.request import Request
 from sigform.lm.saved_state import lm_from_state
 from sigform.testing.providers import ErrorReply, OpenAIChatFake, Reply
@@ -94,23 +94,23 @@ def test_lm_options_are_not_request_parameters_and_copies_share_the_bucket() -> 
         lm("hello")
         body = fake.last_request.json
     assert "rpm" not in body and "tpm" not in body and "rate_limit" not in body
-    assert isinstance(lm.rate_limit, RateLimiter)
-    assert lm.copy().rate_limit is lm.rate_limit
+    assert isinstance(limiter_of(lm), RateLimiter)
+    assert limiter_of(lm.copy()) is limiter_of(lm)
     same = sf.LM(lm.model, api_base=lm.api_base, api_key="other", rpm=6000, tpm=10**6)
-    assert same.rate_limit is lm.rate_limit  # one limit per model and endpoint in a process
-    assert lm.copy(rpm=60).rate_limit.limits == {"rpm": 60.0, "tpm": 10**6}
-    assert lm.copy(rpm=None, tpm=None).rate_limit is None
-    assert lm.rate_limit.requests == 1, (len(fake.requests), [r.path for r in fake.requests], fake.failures)
+    assert limiter_of(same) is limiter_of(lm)  # one limit per model and endpoint in a process
+    assert limiter_of(lm.copy(rpm=60)).limits == {"rpm": 60.0, "tpm": 10**6}
+    assert limiter_of(lm.copy(rpm=None, tpm=None)) is None
+    assert limiter_of(lm).requests == 1, (len(fake.requests), [r.path for r in fake.requests], fake.failures)
 
 
 def test_cache_hits_use_no_rate(isolated_cache: Any) -> None:
     with OpenAIChatFake(default=Reply("hi")) as fake:
         lm = sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base, api_key="k", rpm=6000, cache=True)
-        booked = lm.rate_limit.requests
+        booked = limiter_of(lm).requests
         lm("the same question")
         lm("the same question")
     assert lm.stats["cache_hits"] == 1
-    assert lm.rate_limit.requests == booked + 1
+    assert limiter_of(lm).requests == booked + 1
 
 
 @pytest.mark.parametrize("mode", ["threads", "async"])
@@ -135,7 +135,7 @@ def test_concurrent_calls_hold_the_limit_at_the_server(mode: str) -> None:
     # at most rate * window (+1 for the window's first request; a caller stalled by a busy machine
     # between its slot and the send may bunch with the next: +2)
     assert max_in_window(arrivals, 1.0) <= 20 + 3, arrivals
-    assert arrivals[-1] - arrivals[0] >= 15 * 0.05 * 0.9  # without the limit all 16 go at once
+    assert arrivals[-1] - arrivals[0] >= 15 * 0.05 * 0.8  # without the limit all 16 go at once
 
 
 def test_a_429_with_retry_after_slows_every_lm_of_the_model() -> None:
@@ -146,7 +146,7 @@ def test_a_429_with_retry_after_slows_every_lm_of_the_model() -> None:
             first("a")
         other("b")
         arrivals = [r.received for r in fake.requests]
-    assert other.rate_limit is first.rate_limit
+    assert limiter_of(other) is limiter_of(first)
     assert arrivals[1] - arrivals[0] >= 0.9  # the second LM waited out the first one's 429
 
 
@@ -156,22 +156,26 @@ def test_a_429_with_retry_after_slows_every_lm_of_the_model() -> None:
 def test_limits_are_saved_and_loaded_with_the_lm_without_credentials(tmp_path: Any) -> None:
     lm = sf.LM("openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", api_key="sk-secret-1", rpm=90)
     state = lm.dump_state()
-    assert state["rate_limit"] == {"rpm": 90.0}
+    assert state["rpm"] == 90.0 and "tpm" not in state
     assert "sk-secret-1" not in repr(state)
     again = lm_from_state(state)
-    assert again.rate_limit is not None and again.rate_limit.limits == {"rpm": 90.0, "tpm": None}
+    assert limiter_of(again) is not None and limiter_of(again).limits == {"rpm": 90.0, "tpm": None}
 
     program = sf.Predict("q -> a", lm=lm)
     path = program.save(tmp_path / "p.json")
     assert "sk-secret-1" not in path.read_text()
     loaded = sf.Predict("q -> a").load(path, restore_lm=True)
-    assert loaded.lm.rate_limit.limits["rpm"] == 90.0
+    assert limiter_of(loaded.lm).limits["rpm"] == 90.0
 
 
-@pytest.mark.parametrize("entry", [{"rpm": -1}, {"rpm": "fast"}, ["rpm", 3], {"rpm": 3, "burst": 9}])
-def test_a_malformed_saved_limit_is_a_clear_error(entry: Any) -> None:
-    state = {"model": "openai/gpt-4o-mini", "kwargs": {}, "rate_limit": entry}
-    with warnings.catch_warnings(), pytest.raises(ProgramStateError, match="rate_limit"):
+@pytest.mark.parametrize(
+    "entry, error",
+    [({"rpm": -1}, ParameterError), ({"rpm": "fast"}, ProgramStateError), ({"tpm": [3]}, ProgramStateError),
+     ({"rpm": float("inf")}, ProgramStateError)],
+)
+def test_a_malformed_saved_limit_is_a_clear_error(entry: Any, error: type) -> None:
+    state = {"model": "openai/gpt-4o-mini", "kwargs": {}, **entry}
+    with warnings.catch_warnings(), pytest.raises(error, match=r"rpm|tpm"):
         lm_from_state(state)
 
 
@@ -200,7 +204,7 @@ def test_streams_wait_for_the_limit_too() -> None:
         pieces = list(lm.stream("hi"))
         apieces = asyncio.run(run(lm))
     assert pieces[-1][0].text == "streamed answer" and apieces[-1][0].text == "streamed answer"
-    assert lm.rate_limit.requests == 2
+    assert limiter_of(lm).requests == 2
 
 
 def test_a_slot_that_passed_before_its_answer_arrived_is_booked_again() -> None:
