@@ -43,6 +43,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("sigform.predict",),
     ("sigform.evaluation",),
     ("sigform.optimize", "sigform.tools"),
+    # running programs over Ray Data (imports predict; nothing below imports it)
+    ("sigform.ray",),
     ("sigform.testing",),
     # the root package: a lazy facade re-exporting the public API, used by the command line
     ("sigform",),

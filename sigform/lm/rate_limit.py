@@ -75,7 +75,7 @@ def check_rate(name: str, value: Any) -> float | None:
         return None
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number or not math.isfinite(value) or value <= 0:
-        from sigform.lm.params import ParameterError
+        from sigform.errors import ParameterError
 
         raise ParameterError(
             f"{name} must be a positive number per minute (None: no limit), got {value!r}; "

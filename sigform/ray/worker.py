@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from sigform.lm.interface import Usage
 from sigform.predict.checkpoint import Checkpoint, row_key
-from sigform.predict.runstate import track_usage
+from sigform.predict.context_vars import track_usage
 from sigform.ray.columns import ColumnPlan
 
 __all__ = ["KEY_COLUMN", "ProgramWorker", "WorkerPayload"]

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 import sigform as sf
-from sigform.errors import ProgramStateError, RateLimitError
-from sigform.lm.params import ParameterError
+from sigform.errors import ParameterError, ProgramStateError, RateLimitError
 from sigform.lm.rate_limit import RateLimiter, TokenBucket, estimate_tokens, limiter_of
 from sigform.lm.request import Request
 from sigform.lm.saved_state import lm_from_state
