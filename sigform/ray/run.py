@@ -124,6 +124,8 @@ def _shared_limits(lms: Mapping[str, Any]) -> dict[str, SharedRateLimit]:
     out: dict[str, SharedRateLimit] = {}
     for name, lm in lms.items():
         existing = limiter_of(lm)
+        if existing is None:  # _program_parts passes only LMs with a limit
+            continue
         if isinstance(existing, SharedRateLimit):
             out[name] = existing
             continue
