@@ -33,6 +33,7 @@ from typing import Any
 from sigform.lm.client_pool import ClientPool, Lease
 from sigform.lm.request import Request
 from sigform.lm.response import chunk_not_json, parse_body
+from sigform.lm.sdk_clients import async_client, sync_client
 from sigform.lm.sdk_session import session_post
 from sigform.probes import probe
 
@@ -93,9 +94,7 @@ class OpenAIBackend:
         slot, ident, base, key, extra = self._identity(req)
 
         def make() -> Any:
-            import openai
-
-            return openai.OpenAI(api_key=key, base_url=base, max_retries=0, **extra)
+            return sync_client(api_key=key, base_url=base, max_retries=0, **extra)
 
         lease, done = self._sync.acquire(slot, ident, make)
         for client in done:
@@ -127,11 +126,7 @@ class OpenAIBackend:
                 pool.keepalive = closer  # the loop holds only a weak reference to it
 
         def make() -> Any:
-            import openai
-
-            return openai.AsyncOpenAI(
-                api_key=key, base_url=base, max_retries=0, http_client=_async_transport(), **extra
-            )
+            return async_client(api_key=key, base_url=base, max_retries=0, **extra)
 
         lease, done = pool.acquire(slot, ident, make)
         for client in done:
@@ -373,17 +368,6 @@ def _direct_for(client: Any) -> _Direct | None:
     direct: _Direct | None = probe("the OpenAI SDK's request template", lambda: _Direct(client), None)
     _directs[client] = direct
     return direct
-
-
-def _async_transport() -> Any:
-    """The SDK's aiohttp-backed transport when aiohttp is installed (it is a litellm dependency).
-
-    httpx's async connection pool rescans every connection on each request, which costs far
-    more than the request itself at 64+ concurrent calls; aiohttp's pool does not."""
-    import openai
-
-    # None when aiohttp is missing: the SDK's default httpx transport
-    return probe("the OpenAI SDK's aiohttp transport", openai.DefaultAioHttpClient, None)
 
 
 async def _close_at_loop_shutdown(pool: ClientPool) -> AsyncIterator[None]:

@@ -52,7 +52,8 @@ def _import_sdk() -> None:
 
 
 def _build_client() -> None:
-    import openai
+    from sigform.lm.sdk_clients import sync_client
 
-    # building a client loads its HTTP transport (connection pool, protocol modules)
-    openai.OpenAI(api_key="sigform-warm-up", base_url="http://127.0.0.1:9/v1", max_retries=0).close()
+    # building a client loads its HTTP transport (connection pool, protocol modules) and the
+    # TLS context every client of the process shares
+    sync_client(api_key="sigform-warm-up", base_url="http://127.0.0.1:9/v1", max_retries=0).close()
