@@ -88,6 +88,8 @@ def connection_failure(exc: BaseException) -> ConnectionFailure | None:
     urls = (_safe_url(getattr(link, "request", None)) for link in reversed(chain))
     url = next((u for u in urls if u is not None), None)
     for link in chain:
+        if isinstance(link.__cause__, OSError) and isinstance(link, OSError) and link.__cause__ in chain:
+            continue  # a wrapper (aiohttp's connector errors): what it wraps says more
         if isinstance(link, OSError) and not _is_http_error(link):
             what = _classify(link)
             # the OS's words where they add to ours (refused and DNS say it all)

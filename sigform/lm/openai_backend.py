@@ -175,10 +175,9 @@ class OpenAIBackend:
             request = direct.request(self._body(req), req.headers, req.timeout)
             try:
                 response = client._client.send(request)
-            except direct.timeout_errors as err:
-                raise direct.timeout_error(request=request) from err
             except direct.request_errors as err:
-                raise direct.connection_error(request=request) from err
+                error, cause = direct.failure(err, request)
+                raise error from cause
             return direct.result(client, response), None
         finally:
             self._release(lease)
@@ -204,10 +203,9 @@ class OpenAIBackend:
             request = direct.request(body, req.headers, req.timeout)
             try:
                 response = await client._client.send(request)
-            except direct.timeout_errors as err:
-                raise direct.timeout_error(request=request) from err
             except direct.request_errors as err:
-                raise direct.connection_error(request=request) from err
+                error, cause = direct.failure(err, request)
+                raise error from cause
             if response.status_code >= 400:
                 await response.aread()
             return direct.result(client, response), None
@@ -267,6 +265,7 @@ class _Direct:
 
     __slots__ = (
         "connection_error",
+        "connection_failures",
         "extensions",
         "headers",
         "httpx",
@@ -298,12 +297,27 @@ class _Direct:
         self.request_errors = request_exceptions()
         self.timeout_error = openai.APITimeoutError
         self.connection_error = openai.APIConnectionError
+        is_async = isinstance(client, openai.AsyncOpenAI)
+        self.connection_failures = _aiohttp_connection_errors() if is_async else ()
         # async clients: the same request straight over the SDK's aiohttp session, where it can
         self.session = (
             session_post(client._client, self.url, self.headers, self.extensions.get("timeout", {}))
-            if isinstance(client, openai.AsyncOpenAI)
+            if is_async
             else None
         )
+
+    def failure(self, err: Exception, request: Any) -> tuple[Exception, BaseException]:
+        """The SDK's exception for a request that got no response, and the error it comes from.
+
+        The SDK's aiohttp transport reports every aiohttp connection error as httpx's
+        ``ConnectTimeout`` (a refused connection, a server that hung up): what it wraps tells
+        a real timeout from a connection that failed."""
+        if not isinstance(err, self.timeout_errors):
+            return self.connection_error(request=request), err
+        cause = err.__cause__
+        if isinstance(cause, self.connection_failures) and not isinstance(cause, asyncio.TimeoutError):
+            return self.connection_error(request=request), cause
+        return self.timeout_error(request=request), err
 
     @staticmethod
     def content(body: dict[str, Any]) -> bytes:
@@ -318,10 +332,9 @@ class _Direct:
         limits = None if timeout is None else self.httpx.Timeout(timeout).as_dict()
         try:
             got = await self.session.post(self.content(body), headers, limits)
-        except self.timeout_errors as err:
-            raise self.timeout_error(request=self.request(body, headers, timeout)) from err
         except self.request_errors as err:
-            raise self.connection_error(request=self.request(body, headers, timeout)) from err
+            error, cause = self.failure(err, self.request(body, headers, timeout))
+            raise error from cause
         if got is None:
             return None
         data, response = got
@@ -353,6 +366,14 @@ class _Direct:
         if response.status_code >= 400:
             raise client._make_status_error_from_response(response)
         return parse_body(response.content)  # an HTML page or `[]` is a malformed response
+
+
+def _aiohttp_connection_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import aiohttp
+    except ImportError:  # no aiohttp transport
+        return ()
+    return (aiohttp.ClientConnectionError,)
 
 
 _directs: weakref.WeakKeyDictionary[Any, _Direct | None] = weakref.WeakKeyDictionary()

@@ -1,8 +1,11 @@
 """An endpoint that cannot be reached is reported with its URL and what the OS said, on both
-routes, never as an HTTP status (issue 17, item 7)."""
+routes and for sync and async calls, never as an HTTP status (issue 17, item 7). (The openai
+SDK's aiohttp transport, which async fast-path calls use, reports every connection failure as a
+connect timeout; sigform reads what it wraps.)"""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 import pytest
@@ -11,6 +14,7 @@ import sigform as sf
 from tests.lm_fake_openai import FakeOpenAIServer
 
 ROUTES = [pytest.param(None, id="fast-path"), pytest.param(False, id="litellm")]
+CALLS = [pytest.param(False, id="sync"), pytest.param(True, id="async")]
 
 
 def _closed_port() -> int:
@@ -21,37 +25,44 @@ def _closed_port() -> int:
     return port
 
 
-def _fail(api_base: str, fast_path: bool | None) -> sf.ProviderError:
+def _fail(api_base: str, fast_path: bool | None, use_async: bool = False) -> sf.ProviderError:
     lm = sf.LM("openai/gpt-4o-mini", api_base=api_base, api_key="sk-secret-123", num_retries=0, cache=False,
                fast_path=fast_path)
+    messages = [{"role": "user", "content": "hi"}]
     with pytest.raises(sf.ProviderError) as info:
-        lm([{"role": "user", "content": "hi"}])
+        if use_async:
+            asyncio.run(lm.acall(messages))
+        else:
+            lm(messages)
     err = info.value
     assert err.status_code is None
     assert "HTTP" not in str(err) and "sk-secret-123" not in str(err)
     return err
 
 
+@pytest.mark.parametrize("use_async", CALLS)
 @pytest.mark.parametrize("fast_path", ROUTES)
-def test_a_closed_port_is_connection_refused(fast_path: bool | None) -> None:
+def test_a_closed_port_is_connection_refused(fast_path: bool | None, use_async: bool) -> None:
     port = _closed_port()
-    err = _fail(f"http://127.0.0.1:{port}/v1", fast_path)
+    err = _fail(f"http://127.0.0.1:{port}/v1", fast_path, use_async)
     assert f"could not reach http://127.0.0.1:{port}/v1/chat/completions" in str(err)
     assert "connection refused" in str(err)
 
 
+@pytest.mark.parametrize("use_async", CALLS)
 @pytest.mark.parametrize("fast_path", ROUTES)
-def test_an_unknown_host_is_a_dns_failure(fast_path: bool | None) -> None:
-    err = _fail("http://no-such-host.invalid:8000/v1", fast_path)
+def test_an_unknown_host_is_a_dns_failure(fast_path: bool | None, use_async: bool) -> None:
+    err = _fail("http://no-such-host.invalid:8000/v1", fast_path, use_async)
     assert "http://no-such-host.invalid:8000/v1" in str(err)
     assert "could not be resolved (DNS)" in str(err)
 
 
+@pytest.mark.parametrize("use_async", CALLS)
 @pytest.mark.parametrize("fast_path", ROUTES)
-def test_https_to_a_plain_server_is_a_tls_failure(fast_path: bool | None) -> None:
+def test_https_to_a_plain_server_is_a_tls_failure(fast_path: bool | None, use_async: bool) -> None:
     with FakeOpenAIServer() as server:
         https = server.api_base.replace("http://", "https://")
-        err = _fail(https, fast_path)
+        err = _fail(https, fast_path, use_async)
     assert f"could not reach {https}" in str(err)
     assert "TLS handshake failed" in str(err)
 
