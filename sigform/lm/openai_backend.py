@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from sigform.lm.client_pool import ClientPool, Lease
+from sigform.lm.io_loop import in_io_thread, run_in_io_loop
 from sigform.lm.request import Request
 from sigform.lm.response import chunk_not_json, parse_body
 from sigform.lm.sdk_clients import async_client, sync_client
@@ -52,6 +53,10 @@ def request_model_name(model: str) -> str:
     return rest if sep and prefix in FAST_PROVIDERS else model
 
 
+# a request's client slot, resolved identity, endpoint, key and extra client arguments
+_Identity = tuple[tuple[Any, ...], tuple[Any, ...], str | None, str, dict[str, Any]]
+
+
 class OpenAIBackend:
     """Sends :class:`Request` objects through ``openai.OpenAI`` / ``openai.AsyncOpenAI``."""
 
@@ -63,12 +68,14 @@ class OpenAIBackend:
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
+        self._sync_in_flight = 0  # sync requests being sent (more than one: the I/O loop sends)
+        self._count_lock = threading.Lock()
         atexit.register(_close_sync_at_exit, weakref.ref(self))
 
     # -- clients ---------------------------------------------------------------------------
 
     @staticmethod
-    def _identity(req: Request) -> tuple[tuple[Any, ...], tuple[Any, ...], str | None, str, dict[str, Any]]:
+    def _identity(req: Request) -> _Identity:
         """The request's client slot (endpoint and credential origins), its resolved identity
         (endpoint and credential values), and the values the client is made with."""
         if req.api_key is not None:
@@ -106,8 +113,8 @@ class OpenAIBackend:
         if done is not None:
             _close_sync(done)
 
-    async def _alease(self, req: Request) -> tuple[ClientPool, Lease]:
-        slot, ident, base, key, extra = self._identity(req)
+    async def _alease(self, req: Request, identity: _Identity | None = None) -> tuple[ClientPool, Lease]:
+        slot, ident, base, key, extra = identity or self._identity(req)
         loop = asyncio.get_running_loop()
         pool = self._async.get(loop)
         if pool is None:
@@ -159,7 +166,21 @@ class OpenAIBackend:
         return opts
 
     def complete(self, req: Request) -> tuple[dict[str, Any], float | None]:
-        """Send ``req``; return the JSON body and the cost (unknown here: None)."""
+        """Send ``req``; return the JSON body and the cost (unknown here: None). While another
+        sync request is in flight, the process's I/O loop sends it the async way (see
+        :mod:`sigform.lm.io_loop`); credentials are resolved here, in the caller's thread."""
+        with self._count_lock:
+            self._sync_in_flight += 1
+            crowded = self._sync_in_flight > 1
+        try:
+            if crowded and not in_io_thread():
+                return run_in_io_loop(self.acomplete(req, self._identity(req)))
+            return self._complete_sync(req)
+        finally:
+            with self._count_lock:
+                self._sync_in_flight -= 1
+
+    def _complete_sync(self, req: Request) -> tuple[dict[str, Any], float | None]:
         lease = self._lease(req)
         try:
             client = lease.client
@@ -182,8 +203,10 @@ class OpenAIBackend:
         finally:
             self._release(lease)
 
-    async def acomplete(self, req: Request) -> tuple[dict[str, Any], float | None]:
-        pool, lease = await self._alease(req)
+    async def acomplete(
+        self, req: Request, identity: _Identity | None = None
+    ) -> tuple[dict[str, Any], float | None]:
+        pool, lease = await self._alease(req, identity)
         try:
             client = lease.client
             direct = _direct_for(client)
