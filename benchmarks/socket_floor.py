@@ -14,7 +14,7 @@ import json
 import time
 from urllib.parse import urlsplit
 
-__all__ = ["floor_seconds"]
+__all__ = ["floor_seconds", "floor_times"]
 
 
 def _request(api_base: str, body: bytes) -> tuple[str, int, bytes]:
@@ -65,3 +65,10 @@ async def _floor(api_base: str, body: bytes, n: int, concurrency: int) -> float:
 def floor_seconds(api_base: str, body: bytes, n: int, concurrency: int) -> float:
     """Wall seconds of ``n`` requests over ``concurrency`` raw keep-alive connections."""
     return asyncio.run(_floor(api_base, body, n, concurrency))
+
+
+def floor_times(api_base: str, body: bytes, n: int, concurrency: int) -> tuple[float, float]:
+    """Wall seconds and process CPU seconds of :func:`floor_seconds`."""
+    cpu = time.process_time()
+    wall = floor_seconds(api_base, body, n, concurrency)
+    return wall, time.process_time() - cpu

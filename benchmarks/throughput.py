@@ -11,7 +11,8 @@ server latency. The floor is what the machine and the fake server allow: the sam
 sigform's async throughput is reported as a fraction of it, and threaded ``batch`` against
 ``abatch``. Reported as wall seconds, calls per second, the ratio to DSPy's throughput
 (async with async, threads with threads) and sigform's ratio to the ideal. Rounds alternate
-between the sides; medians over rounds.
+between the sides; medians over rounds. The process CPU time per call of each run (all
+threads) is reported too: on a shared machine, wall time follows the CPU share each client gets.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from benchmarks.adapters_speed import Small
 from benchmarks.common import Row, Section, median, paired_ratio, profile_top, run_dspy
 from benchmarks.fake_server import FakeServer
-from benchmarks.socket_floor import floor_seconds
+from benchmarks.socket_floor import floor_times
 
 CHAT_REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
 
@@ -38,24 +39,28 @@ def _program(api_base: str) -> Any:
 
 
 def sigform_round(api_base: str, n: int, concurrency: int) -> dict[str, float]:
-    """Wall seconds of ``abatch`` and of threaded ``batch`` for ``n`` calls (fresh program each)."""
+    """Wall seconds of ``abatch`` and of threaded ``batch`` for ``n`` calls (fresh program each),
+    and their process CPU seconds (``*_cpu``)."""
     examples = [{"question": f"Question {i}?"} for i in range(n)]
     program = _program(api_base)
+    result: dict[str, float] = {}
 
     async def run_async() -> float:
         await program.acall(question="warm up")
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         out = await program.abatch(examples, concurrency=concurrency, max_errors=0, progress=False)
         elapsed = time.perf_counter() - start
+        result["async_cpu"] = time.process_time() - cpu
         assert all(p.answer == "Paris" for p in out)
         return elapsed
 
-    result = {"async": asyncio.run(run_async())}
+    result["async"] = asyncio.run(run_async())
     program = _program(api_base)
     program(question="warm up")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     out = program.batch(examples, num_threads=concurrency, max_errors=0, progress=False)
     result["batch_threads"] = time.perf_counter() - start
+    result["batch_threads_cpu"] = time.process_time() - cpu
     assert all(p.answer == "Paris" for p in out)
     return result
 
@@ -66,17 +71,24 @@ def run(n: int = 500, concurrency: int = 64, latency: float = 0.05, rounds: int 
     ideal = math.ceil(n / concurrency) * latency
     ours: dict[str, list[float]] = {"async": [], "batch_threads": []}
     theirs: dict[str, list[float]] = {"async": [], "batch_threads": []}
+    # process CPU seconds of the same runs: on a shared machine wall time follows how much of
+    # the CPU each client gets, CPU time what each call costs
+    cpu_ours: dict[str, list[float]] = {"async": [], "batch_threads": []}
+    cpu_theirs: dict[str, list[float]] = {"async": [], "batch_threads": []}
     floors: list[float] = []
+    floor_cpu: list[float] = []
     with FakeServer(CHAT_REPLY, latency=latency) as server:
         for _ in range(rounds):
             for key, value in sigform_round(server.api_base, n, concurrency).items():
-                ours[key].append(value)
+                (cpu_ours[key[:-4]] if key.endswith("_cpu") else ours[key]).append(value)
             body = json.dumps(server.requests()[-1]).encode()
-            floors.append(floor_seconds(server.api_base, body, n, concurrency))
+            wall, cpu = floor_times(server.api_base, body, n, concurrency)
+            floors.append(wall)
+            floor_cpu.append(cpu)
             if with_dspy:
                 raw = run_dspy("throughput.py", server.api_base, str(n), str(concurrency))
                 for key, value in raw.items():
-                    theirs[key].append(value)
+                    (cpu_theirs[key[:-4]] if key.endswith("_cpu") else theirs[key]).append(value)
         mine = {k: median(v) for k, v in ours.items()}
         other = {k: median(v) for k, v in theirs.items() if v}
         # sigform calls/s over DSPy's = DSPy's time over sigform's, paired by round
@@ -124,7 +136,24 @@ def run(n: int = 500, concurrency: int = 64, latency: float = 0.05, rounds: int 
             "5 throughput", f"{label}: time / ideal", "s", t_mine, None, t_mine / ideal,
             ratio_desc="sigform / ideal", target="<= 1.3x ideal", met=t_mine / ideal <= 1.3,
         ))
+    us_per_call = 1e6 / n
+    section.rows.append(Row(
+        "5 throughput", f"CPU per call: raw socket floor ({n} @{concurrency})", "µs",
+        median(floor_cpu) * us_per_call, None, None, ratio_desc="",
+    ))
+    for key, label, theirs_label in (
+        ("async", "sigform abatch", "DSPy acall + gather"),
+        ("batch_threads", "sigform batch (threads)", "DSPy batch/Parallel"),
+    ):
+        section.rows.append(Row(
+            "5 throughput", f"CPU per call: {label} vs {theirs_label}", "µs",
+            median(cpu_ours[key]) * us_per_call,
+            median(cpu_theirs[key]) * us_per_call if cpu_theirs[key] else None,
+            paired_ratio(cpu_theirs[key], cpu_ours[key]) if cpu_theirs[key] else None,
+            ratio_desc="DSPy CPU / sigform CPU",
+        ))
     section.details = {
+        "sigform_cpu_s": cpu_ours, "dspy_cpu_s": cpu_theirs, "floor_cpu_s": floor_cpu,
         "sigform_s": ours, "dspy_s": theirs, "ideal_s": ideal, "floor_s": floors,
         "calls_per_s": {"sigform": {k: n / v for k, v in mine.items()},
                         "dspy": {k: n / v for k, v in other.items()}},
