@@ -37,7 +37,9 @@ class ClientPool:
         self._slots: OrderedDict[Hashable, Lease] = OrderedDict()
         self._retired: set[Lease] = set()  # replaced, still in use: closed by their last release
         self._max = max_slots
-        self._lock = threading.Lock()
+        # re-entrant: a client made under it may trigger the garbage collector, which can finalise
+        # an abandoned stream whose cleanup releases its lease on this same thread
+        self._lock = threading.RLock()
         self.keepalive: Any = None  # an object living as long as the pool (a loop's closer)
 
     def acquire(self, slot: Hashable, ident: Hashable, make: Callable[[], Any]) -> tuple[Lease, list[Any]]:

@@ -79,3 +79,25 @@ def test_a_changed_ca_file_gets_its_own_context(monkeypatch: pytest.MonkeyPatch)
 
         assert asyncio.run(run()) is custom
     assert shared_tls_context() is default
+
+
+def test_a_lease_released_while_a_client_is_being_made_does_not_deadlock() -> None:
+    # making a client may run the garbage collector, which can finalise an abandoned stream whose
+    # cleanup releases its lease on the same thread, inside the pool's acquire
+    import threading
+
+    from sigform.lm.client_pool import ClientPool
+
+    pool = ClientPool(4)
+    first, _ = pool.acquire("a", "a", object)
+
+    def make() -> object:
+        pool.release(first)
+        return object()
+
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (pool.acquire("b", "b", make), done.set()), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert done.is_set(), "acquire deadlocked on a release made while the client was being made"
+    assert first.users == 0
