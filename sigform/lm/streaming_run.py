@@ -170,42 +170,64 @@ def run_stream(call: Call) -> Iterator[StreamDelta | list[Completion]]:
     """Drive the prepared ``call`` as a stream (see the module docstring)."""
     steps = _Stepper(_plan(call))
     chunks: Iterator[dict[str, Any]] = iter(())
-    while (step := steps.next()) is not None:
-        if isinstance(step, (StreamDelta, list)):
-            yield step
-            continue
-        try:
-            if isinstance(step, _Open):
-                chunks = iter(call.route.backend.stream(step.request))
-            elif isinstance(step, _Pull):
-                steps.answer = next(chunks, _END)
-            elif isinstance(step, _Sleep):
-                time.sleep(step.seconds)
-            else:
-                route, policy = call.route, call.policy
-                steps.answer = calls.top_up(route, step.request, step.missing, policy, call.lm.model)
-        except Exception as exc:
-            steps.error = exc
+    try:
+        while (step := steps.next()) is not None:
+            if isinstance(step, (StreamDelta, list)):
+                yield step
+                continue
+            try:
+                if isinstance(step, _Open):
+                    _close(chunks)
+                    chunks = iter(call.route.backend.stream(step.request))
+                elif isinstance(step, _Pull):
+                    steps.answer = next(chunks, _END)
+                elif isinstance(step, _Sleep):
+                    time.sleep(step.seconds)
+                else:
+                    route, policy = call.route, call.policy
+                    steps.answer = calls.top_up(route, step.request, step.missing, policy, call.lm.model)
+            except Exception as exc:
+                steps.error = exc
+    finally:
+        # a stream left unread (a bad chunk, a retry, the caller stopping) gives its client back
+        # now: left to the garbage collector, its release could run inside the pool's own lock
+        _close(chunks)
+
+
+def _close(chunks: Any) -> None:
+    close = getattr(chunks, "close", None)
+    if close is not None:
+        close()
 
 
 async def arun_stream(call: Call) -> AsyncIterator[StreamDelta | list[Completion]]:
     """Async :func:`run_stream`: the same plan, with async I/O."""
     steps = _Stepper(_plan(call))
     chunks: AsyncIterator[dict[str, Any]] | None = None
-    while (step := steps.next()) is not None:
-        if isinstance(step, (StreamDelta, list)):
-            yield step
-            continue
-        try:
-            if isinstance(step, _Open):
-                chunks = aiter(call.route.backend.astream(step.request))
-            elif isinstance(step, _Pull):
-                assert chunks is not None
-                steps.answer = await anext(chunks, _END)
-            elif isinstance(step, _Sleep):
-                await asyncio.sleep(step.seconds)
-            else:
-                route, policy = call.route, call.policy
-                steps.answer = await calls.atop_up(route, step.request, step.missing, policy, call.lm.model)
-        except Exception as exc:
-            steps.error = exc
+    try:
+        while (step := steps.next()) is not None:
+            if isinstance(step, (StreamDelta, list)):
+                yield step
+                continue
+            try:
+                if isinstance(step, _Open):
+                    await _aclose(chunks)
+                    chunks = aiter(call.route.backend.astream(step.request))
+                elif isinstance(step, _Pull):
+                    assert chunks is not None
+                    steps.answer = await anext(chunks, _END)
+                elif isinstance(step, _Sleep):
+                    await asyncio.sleep(step.seconds)
+                else:
+                    route, policy, model = call.route, call.policy, call.lm.model
+                    steps.answer = await calls.atop_up(route, step.request, step.missing, policy, model)
+            except Exception as exc:
+                steps.error = exc
+    finally:
+        await _aclose(chunks)  # as in run_stream: an unread stream gives its client back now
+
+
+async def _aclose(chunks: Any) -> None:
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        await aclose()
