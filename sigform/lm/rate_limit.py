@@ -74,14 +74,25 @@ def check_rate(name: str, value: Any) -> float | None:
     if value is None:
         return None
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value <= 0:
+    # bounds, because a saved program's LM settings are untrusted data: a 400-digit int must not
+    # raise OverflowError, and rpm=1e-9 must not make the second call wait for centuries
+    low = _MIN_RATE[name]
+    if not number or not low <= value <= _MAX_RATE:
         from sigform.errors import ParameterError
 
+        text = repr(value)
+        shown = text if len(text) <= 40 else f"{text[:30]}... ({len(text)} chars)"
         raise ParameterError(
-            f"{name} must be a positive number per minute (None: no limit), got {value!r}; "
-            f"e.g. {name}=600"
+            f"{name} must be a number per minute from {low:.4g} to {_MAX_RATE:.0e} "
+            f"(None: no limit), got {shown}; e.g. {name}=600"
         )
     return float(value)
+
+
+# a request an hour; 1,000 tokens a minute (below any provider tier: a lower one would make one
+# long prompt wait for days)
+_MIN_RATE = {"rpm": 1 / 60, "tpm": 1000.0}
+_MAX_RATE = 1e12
 
 
 class TokenBucket:

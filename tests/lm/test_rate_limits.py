@@ -66,12 +66,21 @@ def test_retry_after_pauses_every_caller() -> None:
     assert bucket.reserve(1, 0) == pytest.approx(7.01)
 
 
-@pytest.mark.parametrize("value", [0, -5, float("inf"), float("nan"), "60", True])
+@pytest.mark.parametrize("value", [0, -5, float("inf"), float("nan"), "60", True, 10**400, 1e-9, 1e13])
 def test_bad_limits_are_refused_naming_the_setting(value: Any) -> None:
-    with pytest.raises(ParameterError, match="rpm must be a positive number per minute"):
+    # a 400-digit int raised a raw OverflowError; 1e-9 per minute made the second call wait ~2,000 years
+    with pytest.raises(ParameterError, match=r"rpm must be a number per minute from 0\.01667"):
         sf.LM("openai/gpt-4o-mini", rpm=value)
     with pytest.raises(ParameterError, match="tpm must be"):
         TokenBucket(tpm=value)
+
+
+def test_slow_but_sane_limits_are_accepted() -> None:
+    assert TokenBucket(rpm=0.5).limits == {"rpm": 0.5, "tpm": None}
+    assert TokenBucket(rpm=1 / 60, tpm=10**9).limits == {"rpm": 1 / 60, "tpm": 1e9}
+    assert TokenBucket(tpm=1000).limits == {"rpm": None, "tpm": 1000.0}
+    with pytest.raises(ParameterError, match=r"tpm must be a number per minute from 1000 "):
+        TokenBucket(tpm=999)
 
 
 def test_rate_limit_must_be_a_limiter() -> None:
@@ -170,7 +179,8 @@ def test_limits_are_saved_and_loaded_with_the_lm_without_credentials(tmp_path: A
 @pytest.mark.parametrize(
     "entry, error",
     [({"rpm": -1}, ParameterError), ({"rpm": "fast"}, ProgramStateError), ({"tpm": [3]}, ProgramStateError),
-     ({"rpm": float("inf")}, ProgramStateError)],
+     ({"rpm": float("inf")}, ProgramStateError), ({"rpm": 10**400}, ParameterError),
+     ({"tpm": 1e-300}, ParameterError)],
 )
 def test_a_malformed_saved_limit_is_a_clear_error(entry: Any, error: type) -> None:
     state = {"model": "openai/gpt-4o-mini", "kwargs": {}, **entry}
