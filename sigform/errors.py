@@ -20,6 +20,7 @@ The hierarchy (a second base class lets ``except ValueError`` / ``except TypeErr
     │   └── ToolArgumentsError ............. a tool call's arguments do not fit its schema
     ├── BatchError ......................... too many examples of a batch failed
     ├── ProgramStateError (ValueError) ..... saved state that does not fit the program
+    ├── CheckpointError (ValueError) ....... a batch checkpoint file that cannot be used
     ├── MetricValueError (TypeError) ....... a metric returned neither bool nor number
     ├── RequestVetoed ...................... a callback's on_request stopped the call
     ├── CacheEntryError (ValueError) ....... a stored cache value is no valid entry (a miss)
@@ -55,6 +56,7 @@ __all__ = [
     "BadRequestError",
     "BatchError",
     "CacheEntryError",
+    "CheckpointError",
     "ContextWindowError",
     "CredentialError",
     "FieldError",
@@ -205,6 +207,10 @@ class BatchError(SigformError):
 
 class ProgramStateError(SigformError, ValueError):
     """Saved program state does not fit the program it is loaded into (or is malformed)."""
+
+
+class CheckpointError(SigformError, ValueError):
+    """A checkpoint file cannot be used: not one, malformed, or written by another program state."""
 
 
 class MetricValueError(SigformError, TypeError):

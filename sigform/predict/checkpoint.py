@@ -33,23 +33,21 @@ import json
 import os
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from sigform.errors import SigformError
+from sigform.errors import CheckpointError
 from sigform.predict.example import Record
 from sigform.predict.prediction import Prediction
+from sigform.probes import probe
 
 __all__ = ["Checkpoint", "CheckpointError", "CheckpointWarning", "ResumedRun", "program_digest", "row_key"]
 
 FORMAT = "sigform.checkpoint"
 VERSION = 1
 _KEY_CHARS = frozenset("0123456789abcdef")
-
-
-class CheckpointError(SigformError, ValueError):
-    """A checkpoint file cannot be used: not one, malformed, or written by another program state."""
 
 
 class CheckpointWarning(UserWarning):
@@ -131,20 +129,22 @@ class _Codec:
             values = result.to_dict()
             encoded: dict[str, Any] = {}
             for name, value in values.items():
-                try:
-                    data = json.loads(json.dumps(to_jsonable_python(value)))
-                    back = self.decode_field(name, data)
-                except Exception:
+                question = f"checkpoint: does field {name!r} come back from JSON"
+                got = probe(question, partial(self._round_trip, name, value, to_jsonable_python), None)
+                if got is None or not _same(got[1], value):
                     return None, name
-                if not _same(back, value):
-                    return None, name
-                encoded[name] = data
+                encoded[name] = got[0]
             return {"output": encoded}, None
         try:
             data = json.loads(json.dumps(result))
         except (TypeError, ValueError):
             return None, "the result"
         return ({"value": data}, None) if _same(data, result) else (None, "the result")
+
+    def _round_trip(self, name: str, value: Any, jsonable: Callable[[Any], Any]) -> tuple[Any, Any]:
+        """The field's JSON data, and that data read back by its declared type."""
+        data = json.loads(json.dumps(jsonable(value)))
+        return data, self.decode_field(name, data)
 
     def decode(self, entry: Mapping[str, Any], where: str) -> Any:
         if "value" in entry:
@@ -165,10 +165,7 @@ class _Codec:
 
 
 def _same(a: Any, b: Any) -> bool:
-    try:
-        return type(a) is type(b) and bool(a == b)
-    except Exception:
-        return False
+    return probe("checkpoint: are two values equal", lambda: type(a) is type(b) and bool(a == b), False)
 
 
 class Checkpoint:
