@@ -3,10 +3,15 @@ request defaults, headers, retries, cache and route; explicit arguments win."""
 
 from __future__ import annotations
 
+import pytest
 from lm_fake_openai import FakeOpenAIServer
 
 import sigform as sf
 from sigform.lm import LM
+
+# every test here gets its own cache directory (a cached answer would hide the request)
+pytestmark = pytest.mark.usefixtures("isolated_cache")
+
 
 SECRET = "sk-review-secret-0123456789abcdef"
 

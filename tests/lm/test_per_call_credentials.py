@@ -14,6 +14,10 @@ from lm_fake_openai import FakeOpenAIServer
 import sigform as sf
 from sigform.lm import LM, global_history
 
+# every test here gets its own cache directory (a cached answer would hide the request)
+pytestmark = pytest.mark.usefixtures("isolated_cache")
+
+
 SECRET = "sk-review-secret-0123456789abcdef"
 
 

@@ -9,6 +9,10 @@ from lm_fake_openai import FakeOpenAIServer
 import sigform as sf
 from sigform.lm import LM
 
+# every test here gets its own cache directory (a cached answer would hide the request)
+pytestmark = pytest.mark.usefixtures("isolated_cache")
+
+
 MSG = [{"role": "user", "content": "hi"}]
 
 
