@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 import pydantic
 import pytest
+import ray
+import ray.data as ray_data
 
 import sigform as sf
 from sigform.testing.providers import ErrorReply, OpenAIChatFake, RecordedRequest, Reply
@@ -37,10 +39,6 @@ def test_import_sigform_does_not_import_ray() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-
-
-ray = pytest.importorskip("ray", reason="sigform.ray needs the ray extra: pip install 'sigform[ray]'")
-ray_data = pytest.importorskip("ray.data")
 
 
 @pytest.fixture(scope="module")
