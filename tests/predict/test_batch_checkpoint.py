@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import datetime
-import enum
 import json
 import os
 import random
@@ -15,68 +13,18 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import pydantic
 import pytest
+from report_program import ROOT, TESTS, Box, Color, expected, report_program, report_reply, x_of
 
 import sigform as sf
 from sigform.predict.checkpoint import CheckpointError, CheckpointWarning
-from sigform.testing.providers import ErrorReply, OpenAIChatFake, RecordedRequest, Reply
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class Color(enum.Enum):
-    RED = "red"
-    BLUE = "blue"
-
-
-class Box(pydantic.BaseModel):
-    width: int
-    label: str
-
-
-class Report(sf.Signature):
-    x: int = sf.InputField()
-    when: datetime.date = sf.OutputField()
-    color: Color = sf.OutputField()
-    box: Box = sf.OutputField()
-    kind: Literal["odd", "even"] = sf.OutputField()
-
-
-def chat(**fields: object) -> str:
-    return "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in fields.items()) + "[[ ## completed ## ]]"
-
-
-def x_of(request: RecordedRequest) -> int:
-    return int(request.json["messages"][-1]["content"].split("[[ ## x ## ]]")[1].split()[0])
-
-
-def report_reply(request: RecordedRequest) -> Reply:
-    x = x_of(request)
-    return Reply(
-        chat(
-            when=f"2024-01-{x % 28 + 1:02d}",
-            color="red" if x % 2 else "blue",
-            box=json.dumps({"width": x, "label": f"box {x}"}),
-            kind="odd" if x % 2 else "even",
-        )
-    )
+from sigform.testing.providers import ErrorReply, OpenAIChatFake
 
 
 def program_for(fake: OpenAIChatFake, **kw: Any) -> sf.Predict:
-    lm = sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base, api_key="sk-ck", cache=False, **kw)
-    return sf.Predict(Report, lm=lm, adapter=sf.ChatAdapter())
-
-
-def expected(x: int) -> dict[str, Any]:
-    return {
-        "when": datetime.date(2024, 1, x % 28 + 1),
-        "color": Color.RED if x % 2 else Color.BLUE,
-        "box": Box(width=x, label=f"box {x}"),
-        "kind": "odd" if x % 2 else "even",
-    }
+    return report_program(fake, api_key="sk-ck", **kw)
 
 
 def rows(path: Path) -> list[dict[str, Any]]:
@@ -238,7 +186,7 @@ _RUNNER = textwrap.dedent(
     import sys
     sys.path.insert(0, {root!r})
     sys.path.insert(0, {tests!r})
-    from test_batch_checkpoint import Report
+    from report_program import Report
     import sigform as sf
 
     lm = sf.LM({model!r}, api_base={api_base!r}, api_key="sk-ck", cache=False)
@@ -256,7 +204,7 @@ def test_killed_at_a_random_point_and_resumed_gives_one_result_per_row(tmp_path:
     path = tmp_path / "run.jsonl"
     with OpenAIChatFake(responder=report_reply, latency=0.03) as fake:
         script = _RUNNER.format(
-            root=str(ROOT), tests=str(Path(__file__).parent), model=fake.model("gpt-4o-mini"),
+            root=str(ROOT), tests=str(TESTS), model=fake.model("gpt-4o-mini"),
             api_base=fake.api_base, n=n, path=str(path),
         )
         child = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE)

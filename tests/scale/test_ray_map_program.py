@@ -8,24 +8,22 @@ from __future__ import annotations
 
 import collections
 import datetime
-import enum
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import pydantic
 import pytest
 import ray
 import ray.data as ray_data
+from report_program import ROOT, TESTS, failing_reply, report_program, x_of
 
 import sigform as sf
-from sigform.testing.providers import ErrorReply, OpenAIChatFake, RecordedRequest, Reply
+from sigform.testing.providers import OpenAIChatFake
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKER_KEY_VAR = "SIGFORM_RAY_TEST_KEY"  # set only in the workers' environment
 SECRET = "sk-live-driver-only-0123456789abcdef"
 
@@ -44,9 +42,10 @@ def test_import_sigform_does_not_import_ray() -> None:
 @pytest.fixture(scope="module")
 def ray_session() -> Iterator[None]:
     environ = dict(os.environ)
-    # workers import sigform and this module (its signature's field types)
-    paths = os.pathsep.join([str(ROOT), str(Path(__file__).parent)])
+    # workers import sigform and report_program (the signature's field types)
+    paths = os.pathsep.join([str(ROOT), str(TESTS)])
     ray.init(
+        address="local",  # a new instance, never one another process started
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
@@ -61,52 +60,8 @@ def ray_session() -> Iterator[None]:
         os.environ.update(environ)
 
 
-class Color(enum.Enum):
-    RED = "red"
-    BLUE = "blue"
-
-
-class Box(pydantic.BaseModel):
-    width: int
-    label: str
-
-
-class Report(sf.Signature):
-    x: int = sf.InputField()
-    when: datetime.date = sf.OutputField()
-    color: Color = sf.OutputField()
-    box: Box = sf.OutputField()
-    kind: Literal["odd", "even"] = sf.OutputField()
-    score: float = sf.OutputField()
-
-
-def chat(**fields: object) -> str:
-    return "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in fields.items()) + "[[ ## completed ## ]]"
-
-
-def x_of(request: RecordedRequest) -> int:
-    return int(request.json["messages"][-1]["content"].split("[[ ## x ## ]]")[1].split()[0])
-
-
-def reply(request: RecordedRequest) -> Reply | ErrorReply:
-    x = x_of(request)
-    if x % 7 == 5:
-        return ErrorReply(400, f"cannot answer x={x}")
-    return Reply(
-        chat(
-            when=f"2024-01-{x % 28 + 1:02d}",
-            color="red" if x % 2 else "blue",
-            box=json.dumps({"width": x, "label": f"box {x}"}),
-            kind="odd" if x % 2 else "even",
-            score=x / 4,
-        )
-    )
-
-
 def program_for(fake: OpenAIChatFake, **kw: Any) -> sf.Predict:
-    options = {"api_key": SECRET, "cache": False, "num_retries": 0, **kw}
-    return sf.Predict(Report, lm=sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base, **options),
-                      adapter=sf.ChatAdapter())
+    return report_program(fake, **{"api_key": SECRET, "num_retries": 0, **kw})
 
 
 def rows_by_id(ds: Any) -> list[dict[str, Any]]:
@@ -121,7 +76,7 @@ def test_results_equal_single_process_batch_with_typed_columns_and_an_error_colu
 
     n = 24
     items = [{"id": i, "x": i, "note": f"keep {i}"} for i in range(n)]
-    with OpenAIChatFake(responder=reply) as fake:
+    with OpenAIChatFake(responder=failing_reply) as fake:
         program = program_for(fake)
         expected, failures = program.batch(
             [{"x": i} for i in range(n)], return_failures=True, progress=False
@@ -179,7 +134,7 @@ def test_no_credential_travels_to_the_workers(ray_session: None) -> None:
     from sigform.ray import map_program
     from sigform.ray.run import worker_payload
 
-    with OpenAIChatFake(responder=reply) as fake:
+    with OpenAIChatFake(responder=failing_reply) as fake:
         program = program_for(fake, rpm=6000)
         program(x=1)  # the literal key is now resolved and cached in the driver's LM
         for credentials in (None, f"env:{WORKER_KEY_VAR}", "cmd:printenv SIGFORM_RAY_TEST_KEY"):
@@ -196,7 +151,7 @@ def test_a_rate_limit_holds_across_two_workers(ray_session: None) -> None:
     from sigform.testing.rates import max_in_window
 
     n = 60
-    with OpenAIChatFake(responder=reply, latency=0.02) as fake:
+    with OpenAIChatFake(responder=failing_reply, latency=0.02) as fake:
         program = program_for(fake, rpm=1800)  # 30 requests per second for the two workers together
         out = map_program(
             ray_data.from_items([{"id": i, "x": i} for i in range(n)]), program,
@@ -219,7 +174,7 @@ def test_a_rerun_with_the_checkpoint_takes_finished_rows_from_it(ray_session: No
     from sigform.ray import RunTally, map_program
 
     directory = tmp_path / "finished"
-    with OpenAIChatFake(responder=reply) as fake:
+    with OpenAIChatFake(responder=failing_reply) as fake:
         program = program_for(fake)
         first = map_program(
             ray_data.from_items([{"id": i, "x": i} for i in range(10)]), program, checkpoint=directory,
