@@ -241,7 +241,13 @@ def map_program(
     sizes = {"size": concurrency} if isinstance(concurrency, int) else {
         "min_size": concurrency[0], "max_size": concurrency[1]
     }
-    pool = ActorPoolStrategy(**sizes, max_tasks_in_flight_per_actor=4, enable_true_multi_threading=True)
+    # (named on the strategy since Ray 2.59; the ``max_concurrency=`` remote argument is deprecated)
+    pool = ActorPoolStrategy(
+        **sizes,
+        max_tasks_in_flight_per_actor=2 * BATCHES_PER_WORKER,
+        max_concurrent_calls_per_actor=BATCHES_PER_WORKER,
+        enable_true_multi_threading=True,
+    )
     return ds.map_batches(
         ProgramWorker,
         fn_constructor_kwargs={"payload": payload},
@@ -249,5 +255,4 @@ def map_program(
         batch_format="pyarrow",
         compute=pool,
         num_cpus=num_cpus,
-        max_concurrency=BATCHES_PER_WORKER,
     )

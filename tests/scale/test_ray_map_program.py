@@ -27,6 +27,10 @@ from sigform.testing.providers import OpenAIChatFake
 WORKER_KEY_VAR = "SIGFORM_RAY_TEST_KEY"  # set only in the workers' environment
 SECRET = "sk-live-driver-only-0123456789abcdef"
 
+# map_program must keep working when Ray removes what it deprecates (its RayDeprecationWarning is a
+# DeprecationWarning): every run here fails on one
+pytestmark = pytest.mark.filterwarnings("error::ray.util.annotations.RayDeprecationWarning")
+
 
 def test_import_sigform_does_not_import_ray() -> None:
     code = (
