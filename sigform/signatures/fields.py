@@ -134,17 +134,11 @@ class FieldSpec:
 
 
 def _described_currency(spec: FieldSpec) -> Any:
-    """``DescribedCurrency`` for a number field (``Optional`` too) whose description names one currency."""
-    if not spec.desc:
-        return None
-    from sigform.types.coercion._numbers import DescribedCurrency, described_currency
-    from sigform.types.inspection import split_optional, strip_annotated
+    """``DescribedCurrency`` for a field holding numbers (``Optional``, list items, dict values ...)
+    whose description names one currency."""
+    from sigform.types.coercion._currency_scope import described_currency_for
 
-    base = strip_annotated(split_optional(strip_annotated(spec.annotation)[0])[0])[0]
-    if base not in (int, float):
-        return None
-    code = described_currency(spec.desc)
-    return None if code is None else DescribedCurrency(code)
+    return described_currency_for(spec.annotation, spec.desc)
 
 
 def _check_name(name: str) -> None:

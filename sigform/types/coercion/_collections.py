@@ -14,6 +14,7 @@ from typing import Any
 
 import regex
 
+from sigform.types.coercion._currency_scope import value_name
 from sigform.types.coercion._jsontext import parse_json
 from sigform.types.coercion._numbers import CURRENCY_MARK
 from sigform.types.coercion._plan import Invalid, Node, plan_for
@@ -305,7 +306,7 @@ class DictNode(Node):
             except Invalid as exc:
                 raise exc.at(f"key {k!r}") from None
             try:
-                val = vnode.convert(v, key if isinstance(key, str) else name, text)
+                val = vnode.convert(v, value_name(key, name) if isinstance(key, str) else name, text)
             except Invalid as exc:
                 raise exc.at(str(k)) from None
             try:

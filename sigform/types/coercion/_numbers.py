@@ -88,14 +88,17 @@ class DescribedCurrency(str):
 
 
 class CurrencyField(str):
-    """A field name that also carries the currency its description gives (``.currency``)."""
+    """A name to read a number under that also carries the currency the number must be in
+    (``.currency``) and why, for the error (``.why``: "the currency field 'price' is described in")."""
 
-    __slots__ = ("currency",)
+    __slots__ = ("currency", "why")
     currency: str
+    why: str
 
-    def __new__(cls, name: str, currency: str) -> CurrencyField:
+    def __new__(cls, name: str, currency: str, why: str = "") -> CurrencyField:
         self = super().__new__(cls, name)
         self.currency = currency
+        self.why = why or f"the currency field {name!r} is described in"
         return self
 
 
@@ -106,9 +109,8 @@ def _check_currency(text: str, field: str, marks: list[str]) -> None:
     named = field_currency(field)
     if named is not None and any(named not in m for m in means):
         raise Invalid(f"{text!r} is not in {named}, the currency of field {field!r}")
-    described = getattr(field, "currency", None)
-    if described is not None and any(described not in m for m in means):
-        raise Invalid(f"{text!r} is not in {described}, the currency field {field!r} is described in")
+    if isinstance(field, CurrencyField) and any(field.currency not in m for m in means):
+        raise Invalid(f"{text!r} is not in {field.currency}, {field.why}")
 
 
 def parse_number(text: str, field: str, *, integer: bool) -> int | float:

@@ -18,6 +18,7 @@ import typing
 from typing import Any
 
 from sigform.probes import probe
+from sigform.types.coercion._currency_scope import with_described_currency
 from sigform.types.coercion._jsontext import parse_json
 from sigform.types.coercion._plan import Invalid, Node, accepts_none, plan_for
 from sigform.types.coercion._scalars import describe_seen
@@ -49,7 +50,9 @@ def _record_fields(cls: Any) -> tuple[list[_Field], bool]:
         for name, f in cls.model_fields.items():
             key = f.validation_alias if isinstance(f.validation_alias, str) else (f.alias or name)
             # constraints in f.metadata are enforced when pydantic validates the whole model
-            out.append(_Field(key, name, f.annotation, f.is_required()))
+            # a number field described as "in EUR" refuses "$12", as a signature's field does
+            named = with_described_currency(name, f.annotation, f.description)
+            out.append(_Field(key, named, f.annotation, f.is_required()))
         return out, cls.model_config.get("extra") == "allow"
     # unresolvable forward references: read values as Any, pydantic decides
     hints = probe("type hints of a record type", lambda: typing.get_type_hints(cls, include_extras=True), {})
