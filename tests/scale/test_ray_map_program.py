@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import ray
 import ray.data as ray_data
-from report_program import ROOT, TESTS, failing_reply, report_program, x_of
+from report_program import ROOT, TESTS, failing_reply, report_program, report_reply, x_of
 
 import sigform as sf
-from sigform.testing.providers import OpenAIChatFake
+from sigform.testing.providers import ErrorReply, OpenAIChatFake, RecordedRequest, Reply
 
 WORKER_KEY_VAR = "SIGFORM_RAY_TEST_KEY"  # set only in the workers' environment
 SECRET = "sk-live-driver-only-0123456789abcdef"
@@ -171,6 +171,40 @@ def test_a_rate_limit_holds_across_two_workers(ray_session: None) -> None:
     shown = [round(t - warm[0], 3) for t in warm]
     assert (len(warm) - 1) / (warm[-1] - warm[0]) <= 30 * 1.05, shown
     assert max_in_window(warm, 2.0) <= 60 + 4, shown
+
+
+def test_a_429_seen_by_one_worker_pauses_every_worker(ray_session: None) -> None:
+    from sigform.ray import map_program
+
+    # 100 requests a second for both workers; 8 calls in flight at 50 ms could do 160: the limit
+    # paces the run, so without a shared pause the workers would send ~100 a second all along
+    n, pause, latency = 300, 2.5, 0.05
+    answered: list[RecordedRequest] = []
+
+    def once_429(request: RecordedRequest) -> Reply | ErrorReply:
+        answered.append(request)
+        if len(answered) == 12:  # both workers are busy by then
+            return ErrorReply(429, retry_after=pause)
+        return report_reply(request)
+
+    with OpenAIChatFake(responder=once_429, latency=latency) as fake:
+        program = program_for(fake, rpm=6000, num_retries=1)
+        out = rows_by_id(map_program(
+            ray_data.from_items([{"id": i, "x": i} for i in range(n)]), program,
+            concurrency=2, batch_size=10, calls_per_worker=4,
+        ))
+        fake.check()
+        arrivals = sorted(r.received for r in fake.requests)
+    assert len(out) == n and all(row["error"] is None for row in out)  # the 429's row was retried
+    assert len(arrivals) == n + 1
+    # The 429 left the server `latency` after its request arrived. Requests whose slot was booked
+    # before the worker's report reached the shared limit still go (8 calls in flight at 10 ms
+    # spacing, plus the report's trip to the limit's actor on a busy machine): 0.8 s is allowed for
+    # those. After that no worker sends until the Retry-After has passed.
+    sent = answered[11].received + latency
+    shown = [round(t - sent, 3) for t in arrivals]
+    assert not [t for t in arrivals if sent + 0.8 <= t < sent + pause - 0.05], shown
+    assert len([t for t in arrivals if t >= sent + pause - 0.05]) >= n // 2, shown  # rows were left to send
 
 
 def test_a_rerun_with_the_checkpoint_takes_finished_rows_from_it(ray_session: None, tmp_path: Path) -> None:
