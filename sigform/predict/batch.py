@@ -10,11 +10,12 @@ the error, until more than ``max_errors`` examples have failed -- then the run s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future, as_completed
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -224,9 +225,10 @@ def run_batch(
                 inputs = items[index][1]
                 args = (program, inputs) if guard is None else (program, inputs, guard)
                 pending[pool.submit(_run_one, *args)] = index
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
+            # one waiter per future for the whole run (``wait(FIRST_COMPLETED)`` in a loop installs
+            # one on every pending future per completion: O(n²), ~50 µs per example at 1,000)
+            with contextlib.closing(as_completed(list(pending))) as finished:
+                for future in finished:
                     index = pending.pop(future)
                     if collector.add(index, future.result()):
                         raise collector.abort()
