@@ -63,10 +63,19 @@ class RunState:
         self.first_messages: list[Message] | None = None
         self.first_kwargs: dict[str, Any] = {}
         self.sent: set[str] = set()
+        # the first request, keyed only once a second one needs comparing: most runs send one
+        self._unkeyed: tuple[list[Message], dict[str, Any], ResponseFormats | None] | None = None
         self.adapter_names: list[str] = list(adapter_names)
 
     def fresh(self, request: PlannedCall) -> bool:
         """Record ``request``; False when an identical one was already sent in this run."""
+        if not self.sent and self._unkeyed is None:
+            # as it is now (copies: the caller may extend its lists and dicts afterwards)
+            self._unkeyed = (list(request.messages), dict(request.kwargs), request.formats)
+            return True
+        if self._unkeyed is not None:
+            self.sent.add(request_key(*self._unkeyed))
+            self._unkeyed = None
         key = request_key(request.messages, request.kwargs, request.formats)
         if key in self.sent:
             return False

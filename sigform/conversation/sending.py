@@ -42,11 +42,16 @@ CONTROL_KEYS = ("prune", "prompt_cache")
 _MAX_TOKEN_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
+# the defaults, built once: Pruning is frozen, and every request needs one
+_PRUNING_ON = Pruning()
+_PRUNING_OFF = Pruning(enabled=False)
+
+
 def _pruning(value: Any) -> Pruning:
     if value is None or value is True:
-        return Pruning()
+        return _PRUNING_ON
     if value is False:
-        return Pruning(enabled=False)
+        return _PRUNING_OFF
     if isinstance(value, Pruning):
         return value
     if isinstance(value, Mapping):

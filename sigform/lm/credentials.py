@@ -17,6 +17,7 @@ program or an error message: :class:`Credential` prints only where the value com
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -73,6 +74,7 @@ _SECRET_SUFFIXES = ("api_key", "_key", "_token", "_secret", "password", "_creden
 _NOT_SECRET = frozenset({"prompt_cache_key"})
 
 
+@functools.lru_cache(maxsize=512)
 def is_secret_name(name: str) -> bool:
     """True for setting names whose values are secrets (``api_key``, ``*_token``, ...)."""
     low = name.lower()
@@ -325,8 +327,10 @@ def _rewrite_url(url: str, replacement: str | None) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "&".join(query), parts.fragment))
 
 
+@functools.lru_cache(maxsize=64)
 def redact_url(url: str) -> str:
-    """``url`` with its credentials shown as ``***`` (for reprs, history and messages)."""
+    """``url`` with its credentials shown as ``***`` (for reprs, history and messages). Memoised:
+    every history entry needs its endpoint's (the memo lives in this process's memory only)."""
     return _rewrite_url(url, "***")
 
 

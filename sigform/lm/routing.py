@@ -13,6 +13,7 @@ Resolved once per LM, at its first call (so constructing an LM never imports lit
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -93,16 +94,19 @@ def _prefix(model: str) -> str:
 
 def fast_path_eligible(model: str, api_base: str | None) -> bool:
     """Whether ``model`` (with ``api_base``) is an OpenAI-compatible endpoint."""
+    return _eligible(model, bool(api_base))
+
+
+@functools.lru_cache(maxsize=256)
+def _eligible(model: str, has_base: bool) -> bool:
+    # memoised: LM.supports asks on every call; the answer depends on the model name only
     from sigform.lm.openai_backend import FAST_PROVIDERS
 
     if model == "local":
         return True
     prefix = _prefix(model)
-    return (
-        prefix in FAST_PROVIDERS
-        and (bool(api_base) or prefix in BASELESS_FAST)
-        and speaks_chat_completions(model)
-    )
+    eligible = prefix in FAST_PROVIDERS and (has_base or prefix in BASELESS_FAST)
+    return eligible and speaks_chat_completions(model)
 
 
 def speaks_chat_completions(model: str) -> bool:

@@ -107,3 +107,29 @@ def test_the_adapter_base_class_is_split_by_job() -> None:
     assert issubclass(Adapter, PromptWriter) and "format" not in vars(Adapter) and "parse" in vars(Adapter)
     for name in ("base", "formatting", "call_loop", "field_values"):
         assert len((ADAPTERS / f"{name}.py").read_text(encoding="utf-8").splitlines()) < 450, name
+
+
+def test_a_request_identical_to_the_first_as_it_was_sent_is_not_sent_again() -> None:
+    state = RunState()
+    messages: list[Any] = [{"role": "user", "content": "q"}]
+    first = PlannedCall(messages, {"temperature": 0})
+    assert state.fresh(first)
+    first.kwargs["temperature"] = 1  # changed by its caller after it was sent
+    messages.append({"role": "assistant", "content": "a"})
+    assert state.fresh(PlannedCall([{"role": "user", "content": "q"}], {"temperature": 1}))
+    assert not state.fresh(PlannedCall([{"role": "user", "content": "q"}], {"temperature": 0}))
+    assert not state.fresh(PlannedCall([{"role": "user", "content": "q"}], {"temperature": 1}))
+
+
+def test_a_run_of_one_request_does_not_fingerprint_it(monkeypatch: Any) -> None:
+    # the fingerprint (a sorted JSON dump of the whole request) is only needed to compare two
+    # requests; most runs send one
+    from sigform.adapters import call_loop
+
+    keyed: list[Any] = []
+    real = call_loop.request_key
+    monkeypatch.setattr(call_loop, "request_key", lambda *a: keyed.append(a) or real(*a))
+    assert ChatAdapter().run(ScriptedLM([GOOD], features={"stop"}), SIG, [], {"question": "q"}).outputs
+    assert keyed == []
+    ChatAdapter().run(ScriptedLM([BAD_VALUE, GOOD], features={"stop"}), SIG, [], {"question": "q"})
+    assert len(keyed) == 2  # the first request and its re-ask, once the re-ask is compared

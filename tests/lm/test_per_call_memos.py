@@ -1,0 +1,66 @@
+"""What every call needs but never changes is worked out once (issue 18 item 3: sigform's own
+CPU per call): the default pruning options, the history's redacted endpoint, the fast-path
+eligibility of a model name, whether a setting name is secret. Each memo still answers right."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from sigform.conversation import Pruning
+from sigform.conversation.sending import RequestFitter
+from sigform.lm import credentials, routing
+from sigform.testing import ScriptedLM
+
+
+def test_requests_share_the_default_pruning_options() -> None:
+    lm = ScriptedLM(["x"])
+    a, b = RequestFitter(lm, [], {}), RequestFitter(lm, [], {"prune": True})
+    assert a.pruning is b.pruning and a.pruning == Pruning()
+    off = RequestFitter(lm, [], {"prune": False}).pruning
+    assert off is RequestFitter(lm, [], {"prune": False}).pruning and off == Pruning(enabled=False)
+    own = Pruning(keep_last=2)
+    assert RequestFitter(lm, [], {"prune": own}).pruning is own
+
+
+def test_redacted_endpoints_are_memoised_and_still_redacted() -> None:
+    url = "https://user:pw@memo-test.example/v1?api_key=abc&x=1"
+    before = credentials.redact_url.cache_info().hits
+    assert credentials.redact_url(url) == "https://***@memo-test.example/v1?api_key=***&x=1"
+    assert credentials.redact_url(url) == "https://***@memo-test.example/v1?api_key=***&x=1"
+    assert credentials.redact_url.cache_info().hits == before + 1
+    assert credentials.redact_url("http://plain-memo.example/v1") == "http://plain-memo.example/v1"
+
+
+@pytest.mark.parametrize(
+    ("model", "api_base", "eligible"),
+    [
+        ("openai/memo-model-a", "http://127.0.0.1:9/v1", True),
+        ("openai/memo-model-a", None, False),
+        ("openai/memo-model-a", "", False),
+        ("lm_studio/memo-model-b", None, True),
+        ("anthropic/memo-model-c", "http://127.0.0.1:9/v1", False),
+        ("openai/responses/memo-model-d", "http://127.0.0.1:9/v1", False),
+        ("local", None, True),
+    ],
+)
+def test_fast_path_eligibility_is_memoised_per_model_and_whether_an_endpoint_is_set(
+    model: str, api_base: str | None, eligible: bool, monkeypatch: Any
+) -> None:
+    assert routing.fast_path_eligible(model, api_base) is eligible
+    asked: list[str] = []
+    monkeypatch.setattr(routing, "speaks_chat_completions", lambda m: asked.append(m) or True)
+    assert routing.fast_path_eligible(model, api_base) is eligible  # answered from the memo
+    assert asked == []
+    # the endpoint itself (which may carry credentials) is not part of the memo's key
+    assert list(inspect.signature(routing._eligible.__wrapped__).parameters) == ["model", "has_base"]
+
+
+def test_secret_setting_names_are_memoised_and_still_answered() -> None:
+    assert credentials.is_secret_name("memo_api_token") and not credentials.is_secret_name("memo_temperature")
+    before = credentials.is_secret_name.cache_info().hits
+    assert credentials.is_secret_name("memo_api_token") and not credentials.is_secret_name("memo_temperature")
+    assert credentials.is_secret_name.cache_info().hits == before + 2
+
