@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     # the chat message type
     (
         "sigform._lazy",
+        "sigform.warmup",
         "sigform.settings",
         "sigform.errors",
         "sigform.excerpt",

@@ -2,9 +2,10 @@
 
 Importing the SDK and building its first client is most of a fresh process's first call (about
 0.5 s on a quiet machine; ``import sigform`` itself is a few milliseconds). An LM on the fast
-path starts that work in a background thread when it is built, so that whatever the program does
-next -- a notebook waiting for its next cell, a script loading its data -- overlaps with it;
-the first request then finds the modules loaded (or waits on Python's import lock for the rest).
+path starts that work in :mod:`sigform.warmup`'s background thread when it is built, so that
+whatever the program does next -- a notebook waiting for its next cell, a script loading its
+data -- overlaps with it; a ``Predict`` call waits for the thread, and a bare LM request finds
+the modules loaded (or waits on Python's import lock for the rest).
 Nothing is sent and no credential is read: the throwaway client gets a placeholder key and an
 address it never connects to. A failure here is ignored; the first request imports the SDK
 again and reports the error where it belongs.
@@ -13,13 +14,12 @@ again and reports the error where it belongs.
 from __future__ import annotations
 
 import sys
-import threading
 
-from sigform.probes import probe
+from sigform import warmup
 
-__all__ = ["may_use_sdk", "warm_up_sdk"]
+__all__ = ["SDK_TASK", "may_use_sdk", "warm_up_sdk"]
 
-_started = threading.Event()
+SDK_TASK = "the OpenAI SDK"
 
 
 def may_use_sdk(model: str, has_api_base: bool, fast_path: bool | None) -> bool:
@@ -37,18 +37,10 @@ def may_use_sdk(model: str, has_api_base: bool, fast_path: bool | None) -> bool:
 
 
 def warm_up_sdk() -> None:
-    """Start importing the SDK in a daemon thread (once per process; not if already loaded)."""
-    if _started.is_set() or "openai" in sys.modules:
-        return
-    _started.set()
-    # not a daemon: an interpreter that exits while a daemon thread is importing can abort
-    # (SIGABRT at finalisation); exit waits for the import instead
-    threading.Thread(target=_import_sdk, name="sigform-sdk-warmup", daemon=False).start()
-
-
-def _import_sdk() -> None:
-    # on failure the first request imports it again and reports the error there
-    probe("warming up the OpenAI SDK", _build_client, None)
+    """Import the SDK in :mod:`sigform.warmup`'s background thread (once per process; not if
+    already loaded)."""
+    if "openai" not in sys.modules:
+        warmup.start(SDK_TASK)
 
 
 def _build_client() -> None:
@@ -57,3 +49,6 @@ def _build_client() -> None:
     # building a client loads its HTTP transport (connection pool, protocol modules) and the
     # TLS context every client of the process shares
     sync_client(api_key="sigform-warm-up", base_url="http://127.0.0.1:9/v1", max_retries=0).close()
+
+
+warmup.register(SDK_TASK, _build_client)

@@ -20,6 +20,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
+from sigform import warmup
 from sigform.errors import InputError, ParseError, SignatureError
 from sigform.predict import context_vars
 from sigform.predict.example import Example, as_examples
@@ -153,6 +154,7 @@ class Predict(Module):
         demos: Sequence[Any] | None,
         config: Mapping[str, Any] | None,
     ) -> tuple[Any, Any, type[Signature], list[Mapping[str, Any]], dict[str, Any], dict[str, Any]]:
+        warmup.wait()  # a fresh process's first call: its imports finish in one thread, not two
         checked = self._checker.check(inputs)  # before anything else: no LM is built for bad input
         if lm is None:
             lm = self.lm

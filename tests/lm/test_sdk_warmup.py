@@ -21,7 +21,7 @@ import sigform as sf
 before = "openai" in sys.modules
 lm = sf.LM({model!r}, {base}api_key="k", cache=False{extra})
 for thread in threading.enumerate():
-    if thread.name == "sigform-sdk-warmup":
+    if thread.name == "sigform-warmup":
         thread.join(60)
 print(json.dumps({{"before": before, "after": "openai" in sys.modules, "calls": lm.stats["calls"]}}))
 """

@@ -1,0 +1,65 @@
+"""Work a fresh process will soon need, done in one background thread when the first LM is built.
+
+``import sigform`` loads almost nothing, so a fresh process pays for the call path on its first
+call: the openai SDK on the fast path (about 0.5 s), the adapter stack, its templates and its
+patterns (about 50 ms). A notebook builds its LM in one cell and calls it in the next, so that
+work can happen while the user types. Layers register named tasks here (the LM registers the
+SDK import, the root package the call path); building an LM starts the ones it will need, each
+once per process, in one thread.
+
+A call that is about to do the same work first :func:`wait` s for the thread rather than importing
+alongside it: two threads importing one package's modules in different orders can deadlock
+(Python then raises ``_DeadlockError`` in one of them). A task that fails is ignored; the call
+does the work again and reports the error where it belongs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from sigform.probes import probe
+
+__all__ = ["CALL_PATH", "register", "start", "wait"]
+
+CALL_PATH = "the call path"  # registered by the root package: it lives above this layer
+
+_tasks: dict[str, Callable[[], None]] = {}
+_started: set[str] = set()
+_threads: list[threading.Thread] = []
+_lock = threading.Lock()
+
+
+def register(name: str, task: Callable[[], None]) -> None:
+    """Make ``task`` startable as ``name`` (registering a name again replaces its task)."""
+    _tasks[name] = task
+
+
+def start(*names: str) -> None:
+    """Run the registered tasks among ``names`` not started before, in one background thread."""
+    with _lock:
+        todo = [name for name in names if name in _tasks and name not in _started]
+        _started.update(todo)
+        if not todo:
+            return
+        # not a daemon: an interpreter that exits while a daemon thread is importing can abort
+        # (SIGABRT at finalisation); exit waits for the imports instead
+        thread = threading.Thread(target=_run, args=(todo,), name="sigform-warmup", daemon=False)
+        _threads.append(thread)
+    thread.start()
+
+
+def wait() -> None:
+    """Block until warm-up threads started so far have finished (free once they have)."""
+    if not _threads:
+        return
+    for thread in list(_threads):  # every caller joins: none may import beside a running task
+        if thread is not threading.current_thread():
+            thread.join()
+    with _lock:
+        _threads[:] = [thread for thread in _threads if thread.is_alive()]
+
+
+def _run(names: list[str]) -> None:
+    for name in names:
+        probe(f"warming up {name}", _tasks[name], None)

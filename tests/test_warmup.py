@@ -1,0 +1,99 @@
+"""Background warm-up of a fresh process's call path (issue 18 item 1): building an LM loads the
+adapter stack in one background thread, and a call waits for that thread instead of importing
+beside it (two threads importing one package's modules can deadlock). Structural checks in fresh
+processes and in-process ordering checks; no timings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import sigform as sf
+from sigform import warmup
+from sigform.testing import ScriptedBackend
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LOADED_AFTER_BUILD = """
+import json, sys, threading
+import sigform as sf
+before = sorted(m for m in ("sigform.adapters.chat", "jinja2", "openai") if m in sys.modules)
+lm = sf.LM({model!r}, backend={backend}, cache=False)
+for thread in threading.enumerate():
+    if thread.name == "sigform-warmup":
+        thread.join(60)
+after = sorted(m for m in ("sigform.adapters.chat", "jinja2", "openai") if m in sys.modules)
+print(json.dumps({{"before": before, "after": after, "calls": lm.stats["calls"]}}))
+"""
+
+
+def _fresh(code: str) -> dict[str, object]:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_building_an_lm_loads_the_call_path_without_a_call() -> None:
+    backend = "__import__('sigform.testing').testing.ScriptedBackend(['x'])"
+    code = LOADED_AFTER_BUILD.format(model="anthropic/claude-3-5-haiku-latest", backend=backend)
+    seen = _fresh(code)
+    # the adapter stack and its templates, not the SDK (this LM will not send through it)
+    assert seen == {"before": [], "after": ["jinja2", "sigform.adapters.chat"], "calls": 0}
+
+
+def test_a_call_right_after_building_the_lm_works_in_a_fresh_process() -> None:
+    code = (
+        "import sigform as sf\n"
+        "from sigform.testing import ScriptedBackend\n"
+        "answer = '[[ ## answer ## ]]\\n4\\n[[ ## completed ## ]]'\n"
+        "lm = sf.LM('openai/gpt-4o-mini', backend=ScriptedBackend([answer]), cache=False)\n"
+        "print(sf.Predict('question -> answer', lm=lm, adapter=sf.ChatAdapter())(question='2+2?').answer)\n"
+    )
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                             timeout=120)
+        assert (out.returncode, out.stdout.strip(), out.stderr.strip()) == (0, "4", "")
+
+
+def test_a_call_waits_for_a_running_warm_up_before_it_imports_anything() -> None:
+    finished: list[float] = []
+    release = threading.Event()
+
+    def slow_task() -> None:
+        release.wait(30)
+        finished.append(time.monotonic())
+
+    backend = ScriptedBackend(["[[ ## answer ## ]]\n4\n[[ ## completed ## ]]"])
+    lm = sf.LM("openai/gpt-4o-mini", backend=backend, cache=False)
+    program = sf.Predict("question -> answer", lm=lm, adapter=sf.ChatAdapter())
+    warmup.register("test: slow task", slow_task)
+    warmup.start("test: slow task")
+    answered: list[float] = []
+    caller = threading.Thread(target=lambda: answered.append((program(question="2+2?"), time.monotonic())[1]))
+    caller.start()
+    caller.join(0.3)
+    assert caller.is_alive() and not backend.requests  # held before its request
+    release.set()
+    caller.join(30)
+    assert finished and answered and finished[0] <= answered[0]
+    assert len(backend.requests) == 1
+
+
+def test_each_task_starts_once_per_process_and_a_failing_task_is_ignored() -> None:
+    runs: list[str] = []
+
+    def failing() -> None:
+        runs.append("ran")
+        raise RuntimeError("no network here")
+
+    warmup.register("test: failing task", failing)
+    warmup.start("test: failing task", "test: no such task")
+    warmup.wait()
+    warmup.start("test: failing task")
+    warmup.wait()
+    assert runs == ["ran"]
+    assert not [t for t in threading.enumerate() if t.name == "sigform-warmup"]
