@@ -10,11 +10,14 @@ once per process, in one thread.
 A call that is about to do the same work first :func:`wait` s for the thread rather than importing
 alongside it: two threads importing one package's modules in different orders can deadlock
 (Python then raises ``_DeadlockError`` in one of them). A task that fails is ignored; the call
-does the work again and reports the error where it belongs.
+does the work again and reports the error where it belongs. A fork waits for the thread too: a
+child forked mid-import would inherit module locks held by a thread it does not have, and hang on
+its first import of those modules.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
@@ -63,3 +66,7 @@ def wait() -> None:
 def _run(names: list[str]) -> None:
     for name in names:
         probe(f"warming up {name}", _tasks[name], None)
+
+
+if hasattr(os, "register_at_fork"):  # multiprocessing's fork start method, os.fork()
+    os.register_at_fork(before=wait)

@@ -6,11 +6,14 @@ processes and in-process ordering checks; no timings."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 import sigform as sf
 from sigform import warmup
@@ -97,3 +100,21 @@ def test_each_task_starts_once_per_process_and_a_failing_task_is_ignored() -> No
     warmup.wait()
     assert runs == ["ran"]
     assert not [t for t in threading.enumerate() if t.name == "sigform-warmup"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_fork_waits_for_the_warm_up_so_the_child_inherits_no_held_import_lock() -> None:
+    finished: list[float] = []
+
+    def slow_task() -> None:
+        time.sleep(0.5)
+        finished.append(time.monotonic())
+
+    warmup.register("test: task before a fork", slow_task)
+    warmup.start("test: task before a fork")
+    pid = os.fork()
+    if pid == 0:  # the child: exits at once, whatever happens
+        os._exit(0)
+    forked = time.monotonic()
+    os.waitpid(pid, 0)
+    assert finished and finished[0] <= forked
