@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import Future, as_completed
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -261,33 +261,68 @@ async def run_abatch(
     todo = resumed.todo if resumed is not None else range(len(items))
     limit = _resolve_max_errors(max_errors)
     width = worker_count(concurrency, "concurrency")
-    gate = asyncio.Semaphore(width)
-    guard = _Guard(limit)
 
-    async def one(index: int, inputs: dict[str, Any]) -> tuple[int, _Outcome | None]:
-        async with gate:
-            if guard.stopped:
-                return index, None
-            with track_usage() as tracker:
-                try:
-                    value = await program.acall(**inputs)
-                except Exception as exc:
-                    guard.failure()
-                    return index, _Outcome(None, exc, tracker.usage)
-            return index, _Outcome(value, None, tracker.usage)
+    async def one(index: int) -> tuple[int, _Outcome]:
+        with track_usage() as tracker:
+            try:
+                value = await program.acall(**items[index][1])
+            except Exception as exc:
+                return index, _Outcome(None, exc, tracker.usage)
+        return index, _Outcome(value, None, tracker.usage)
 
     with BatchProgress(len(todo), enabled=progress_wanted(progress) and bool(todo)) as bar:
         collector = _Collector(items, limit, bar, resumed)
-        tasks = [asyncio.ensure_future(one(i, items[i][1])) for i in todo]
         try:
-            for next_done in asyncio.as_completed(tasks):
-                index, outcome = await next_done
-                if collector.add(index, outcome):
-                    raise collector.abort()
+            await _windowed(todo, width, one, collector)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             if resumed is not None:
                 resumed.close()
     return collector.finish(return_failures)
+
+
+async def _windowed(
+    todo: Iterable[int],
+    width: int,
+    one: Callable[[int], Coroutine[Any, Any, tuple[int, _Outcome]]],
+    collector: _Collector,
+) -> None:
+    """Run ``one(index)`` for every index of ``todo``, ``width`` tasks at a time: each task that
+    finishes hands its outcome to ``collector`` and starts the next, in its done callback. (A task
+    per example waiting on a semaphore, collected by ``as_completed``, cost ~10 µs of CPU per
+    example in wake-ups; once the batch stops, no queued example starts.)"""
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[None] = loop.create_future()
+    queue = iter(todo)
+    running: set[asyncio.Task[tuple[int, _Outcome]]] = set()
+
+    def start_next() -> None:
+        for index in queue:
+            task = loop.create_task(one(index))  # a copy of the caller's context, as every task
+            running.add(task)
+            task.add_done_callback(landed)
+            return
+        if not running and not finished.done():
+            finished.set_result(None)
+
+    def landed(task: asyncio.Task[tuple[int, _Outcome]]) -> None:
+        running.discard(task)
+        if finished.done():  # stopped: the rest are being cancelled
+            return
+        try:
+            index, outcome = task.result()
+            if collector.add(index, outcome):
+                raise collector.abort()
+        except BaseException as exc:  # reaches the awaiting caller, not the loop's log
+            finished.set_exception(exc)
+            return
+        start_next()
+
+    for _ in range(width):
+        start_next()
+    try:
+        await finished
+    finally:
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)

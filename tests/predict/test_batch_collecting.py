@@ -1,17 +1,23 @@
-"""Collecting a threaded batch's results: each future is waited on once, whatever the order.
+"""Collecting a batch's results without per-example overhead that grows with the batch.
 
-``concurrent.futures.wait(..., FIRST_COMPLETED)`` in a loop installs a waiter on every pending
-future for every completion, so collecting n results cost O(n²): about 50 µs of CPU per example
-at 1,000 examples, more than the LM call itself against a fast server.
+Threads: ``concurrent.futures.wait(..., FIRST_COMPLETED)`` in a loop installed a waiter on every
+pending future for every completion, so collecting n results cost O(n²): about 50 µs of CPU per
+example at 1,000 examples, more than the LM call itself against a fast server. Async: only the
+window of ``concurrency`` tasks exists at a time (not one task per example behind a semaphore).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import Future
 from typing import Any
 
+import pytest
+
 import sigform as sf
+from sigform.predict import BatchError
+from sigform.predict.batch import run_abatch
 from sigform.testing import ScriptedLM
 
 
@@ -70,3 +76,58 @@ def test_each_future_gets_one_waiter_and_results_keep_input_order() -> None:
     assert [r.y for r in results] == list(range(20))
     # one waiter per future for the whole run; the old loop installed 20 + 19 + ... + 1 = 210
     assert _CountingWaiters.installed == 20
+
+
+class _Slow:
+    """An async program that records how many example tasks exist while it runs."""
+
+    def __init__(self) -> None:
+        self.most_tasks = 0
+        self.started = 0
+        self.cancelled = 0
+
+    async def acall(self, **inputs: Any) -> Any:
+        self.started += 1
+        self.most_tasks = max(self.most_tasks, len(asyncio.all_tasks()))
+        try:
+            await asyncio.sleep(0.001 * (inputs["x"] % 3))
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        if inputs["x"] == 13:
+            raise ValueError("thirteen")
+        return inputs["x"] * 2
+
+
+def test_abatch_keeps_only_its_window_of_tasks_alive() -> None:
+    # one task per example up front (500 tasks for 500 examples) cost wake-ups per example
+    slow = _Slow()
+    results, failures = asyncio.run(
+        run_abatch(slow, [{"x": i} for i in range(200)], concurrency=8, progress=False, return_failures=True)
+    )
+    assert results == [None if i == 13 else 2 * i for i in range(200)]
+    assert [f.index for f in failures] == [13] and str(failures[0].error) == "thirteen"
+    assert slow.most_tasks <= 8 + 1  # the window, and the task awaiting the batch
+
+
+def test_abatch_stops_starting_examples_once_max_errors_is_exceeded() -> None:
+    slow = _Slow()
+    with pytest.raises(BatchError):
+        asyncio.run(run_abatch(slow, [{"x": 13}] * 50, concurrency=4, max_errors=1, progress=False))
+    assert slow.started <= 4 + 1  # the window at the second failure, and the one it started
+
+
+def test_cancelling_abatch_cancels_the_examples_in_flight() -> None:
+    slow = _Slow()
+
+    async def main() -> None:
+        run = asyncio.ensure_future(run_abatch(slow, [{"x": 2}] * 20, concurrency=5, progress=False))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert len(asyncio.all_tasks()) == 1  # only this one: nothing left running
+
+    asyncio.run(main())
+    assert slow.started == 5 and slow.cancelled == 5
