@@ -44,7 +44,7 @@ class Options:
     ray_rows: int = 5_000
     adversarial_sizes: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
     adversarial_repeats: int = 3
-    stream_sizes: tuple[int, ...] = (10_000, 100_000, 400_000)
+    stream_sizes: tuple[int, ...] = (10_000, 100_000, 400_000, 1_000_000)
     log: Callable[[str], None] = field(default=print)
 
     @classmethod

@@ -5,9 +5,11 @@ matching whole-text snapshot in :mod:`sigform.adapters.streaming`, but it rememb
 settled (finished fields, the position up to which no marker can still start) and on the next
 delta reads only from there. A marker that may still be completing at the end of the text (a
 header, a tag or a key cut off, found with the ``regex`` module's partial matching) is read again
-once more text arrives. Python work per delta is proportional to the delta; the open field's
-text is still cut and stripped once per delta (C string operations, like the copy of it each
-event carries).
+once more text arrives. The open field's text is an :class:`~sigform.adapters.stream_text.OpenText`:
+what no later text can change is decoded once and kept; only a short tail is read per delta, and
+the snapshot gives a :class:`~sigform.adapters.stream_text.TextAt` that builds the full string
+only when read (``materialize`` gives plain strings). Python and C work per delta is
+proportional to the delta.
 """
 
 from __future__ import annotations
@@ -17,13 +19,19 @@ from typing import Any
 
 import regex
 
-from sigform.adapters.chat_scan import HEADER_RE, restore_markers
+from sigform.adapters.chat_scan import HEADER_RE, NEUTRAL_OPEN, restore_markers
 from sigform.adapters.names import FieldMatcher, norm_name
+from sigform.adapters.stream_text import GrowingText, OpenText, TextAt, text_of
 from sigform.adapters.xml_scan import decode_text
 
-__all__ = ["READERS", "ChatReader", "JSONReader", "XMLReader"]
+__all__ = ["READERS", "ChatReader", "JSONReader", "XMLReader", "materialize"]
 
-Snapshot = dict[str, tuple[str, bool]]
+Snapshot = dict[str, tuple[str | TextAt, bool]]
+
+
+def materialize(snapshot: Snapshot) -> dict[str, tuple[str, bool]]:
+    """The snapshot with every text built (as the whole-text snapshot functions give it)."""
+    return {name: (text_of(text), done) for name, (text, done) in snapshot.items()}
 
 # the header pattern in the engine that can say "a match could still complete here"
 _HEADER_PARTIAL = regex.compile(HEADER_RE.pattern)
@@ -33,8 +41,24 @@ _PARTIAL_MAX = 120  # the longest text _PARTIAL_HEADER_RE can match
 
 def held_back_header(body: str) -> str:
     """``body`` without a header that may be starting at its end (only the last characters are read)."""
-    partial = _PARTIAL_HEADER_RE.search(body, max(0, len(body) - _PARTIAL_MAX))
-    return body if partial is None else body[: partial.start()]
+    return body[: _held_back_end(body, 0)]
+
+
+def _held_back_end(text: str, start: int) -> int:
+    """Where ``text[start:]`` ends once a header that may be starting at its end is held back."""
+    partial = _PARTIAL_HEADER_RE.search(text, max(start, len(text) - _PARTIAL_MAX))
+    return len(text) if partial is None else partial.start()
+
+
+def _outside_neutral(text: str, low: int, safe: int) -> int:
+    """``safe``, moved back before a neutralised ``[[`` it would cut or that may still complete."""
+    first = max(low, safe - len(NEUTRAL_OPEN) + 1)
+    if text.find("[", first, safe) < 0:
+        return safe
+    for p in range(first, safe):
+        if NEUTRAL_OPEN.startswith(text[p : p + len(NEUTRAL_OPEN)]):
+            return p
+    return safe
 
 
 class ChatReader:
@@ -47,6 +71,8 @@ class ChatReader:
         self.open: str | None = None  # the field whose body runs on (None: text after a skipped header)
         self.body_start = 0
         self.stopped = False  # the completed marker was read
+        self.view: OpenText | None = None  # the open field's text, read as it grows
+        self.closing: tuple[int, int, str] | None = None  # a tentatively closed field's text
 
     def snapshot(self, text: str) -> Snapshot:
         tentative = None  # a header that touches the end of the text: it may still grow
@@ -72,13 +98,21 @@ class ChatReader:
                 out[opened] = (restore_markers(held_back_header(text[start:]).strip()), False)
             return out
         if self.open is not None and self.open not in out:
-            out[self.open] = (restore_markers(held_back_header(text[self.body_start :]).strip()), False)
+            out[self.open] = (self._open_text(text), False)
         return out
+
+    def _open_text(self, text: str) -> TextAt:
+        if self.view is None or self.view.start != self.body_start:
+            self.view = OpenText(self.body_start, restore_markers)
+        end = _held_back_end(text, self.body_start)
+        # no header starts before self.pos, so text before it (and before `end`) is final
+        safe = _outside_neutral(text, self.view.raw_pos, min(end, self.pos))
+        return self.view.update(text, safe, end)
 
     def _header(self, text: str, match: Any, done: Snapshot) -> None:
         """A header ends the open section and starts the next one (or stops the reading)."""
         if self.open is not None and self.open not in done:
-            done[self.open] = (restore_markers(text[self.body_start : match.start()].strip()), True)
+            done[self.open] = (self._section(text, match.start()), True)
         self.open = None
         written = match.group("name")
         if norm_name(written) == "completed":
@@ -87,6 +121,12 @@ class ChatReader:
         name = self.matcher.match(written)
         if name is not None and name not in done:
             self.open, self.body_start = name, match.end()
+
+    def _section(self, text: str, end: int) -> str:
+        """The open section's finished text; a header still growing at the end asks again per delta."""
+        if self.closing is None or self.closing[:2] != (self.body_start, end):
+            self.closing = (self.body_start, end, restore_markers(text[self.body_start : end].strip()))
+        return self.closing[2]
 
 
 _OPEN_TAG_PARTIAL = regex.compile(r"<(?P<name>[A-Za-z_][\w.\-:]{0,80})(?:\s[^<>]*?)?(?P<self>/)?>")
@@ -103,10 +143,10 @@ class XMLReader:
         self.body_start = 0
         self.close: Any = None  # the open element's close-tag pattern
         self.close_from = 0  # its close tag starts here or later
-        # the open element's text decoded up to a point no entity crosses (while it has no `<`)
-        self.decoded = ""
-        self.decoded_to = 0
-        self.lt_from = 0  # no `<` in the open element's text before here
+        self.view: OpenText | None = None  # the open element's text, read as it grows
+        self.scanned = 0  # `<` and `>` in the open element's text are known up to here
+        self.last_lt = -1  # the last `<` in it (-1: none)
+        self.gt_after = False  # a `>` follows that `<`
 
     def snapshot(self, text: str) -> Snapshot:
         while True:
@@ -126,45 +166,73 @@ class XMLReader:
                 self.close = regex.compile(
                     r"</\s*" + regex.escape(match.group("name")) + r"\s*>", regex.IGNORECASE
                 )
-                self.close_from = self.decoded_to = self.lt_from = match.end()
-                self.decoded = ""
+                self.close_from = self.scanned = match.end()
+                self.view, self.last_lt, self.gt_after = OpenText(match.end(), decode_text), -1, False
             end = self.close.search(text, self.close_from, partial=True)
             if end is None or end.partial:
                 self.close_from = len(text) if end is None else end.start()
                 break
             self.done[self.open] = (decode_text(text[self.body_start : end.start()]).strip(), True)
-            self.open, self.pos = None, end.end()
+            self.open, self.pos, self.view = None, end.end(), None
         out = dict(self.done)
         if self.open is not None:
             out[self.open] = (self._open_text(text), False)
         return out
 
-    def _open_text(self, text: str) -> str:
+    def _open_text(self, text: str) -> TextAt:
         """The open element's text so far, as ``_xml_snapshot`` reads it."""
-        lt = text.find("<", self.lt_from)
-        self.lt_from = len(text) if lt < 0 else lt
-        if lt >= 0:  # a `<` in it (CDATA, a comment, a cut-off close tag): read it whole
-            body = text[self.body_start :]
-            cut = body.rfind("<")
-            if cut >= 0 and ">" not in body[cut:]:
-                body = body[:cut]  # maybe the start of the close tag
-            amp = body.rfind("&")
-            if amp >= 0 and ";" not in body[amp:] and len(body) - amp <= 10:
-                body = body[:amp]  # maybe an unfinished entity
-            return decode_text(body).strip()
-        end = len(text)
-        amp = text.rfind("&", max(self.body_start, end - 10))
-        if amp >= 0 and text.find(";", amp) < 0:
+        assert self.view is not None
+        lt = text.rfind("<", self.scanned)
+        if lt >= 0:
+            self.last_lt, self.gt_after = lt, text.find(">", lt) >= 0
+        elif not self.gt_after and self.last_lt >= 0:
+            self.gt_after = text.find(">", self.scanned) >= 0
+        self.scanned = len(text)
+        # a `<` with no `>` after it may be the start of the close tag: the text stops before it
+        end = self.last_lt if self.last_lt >= 0 and not self.gt_after else len(text)
+        amp = text.rfind("&", max(self.body_start, end - 10), end)
+        if amp >= 0 and text.find(";", amp, end) < 0:
             end = amp  # maybe an unfinished entity
-        # decode up to a point no entity can cross (an entity is at most 40 characters)
-        settled = max(self.decoded_to, end - 40)
-        amp = text.rfind("&", max(self.decoded_to, settled - 40), settled)
-        if amp >= 0 and text.find(";", amp, settled) < 0:
-            settled = amp
-        if settled > self.decoded_to:
-            self.decoded += decode_text(text[self.decoded_to : settled])
-            self.decoded_to = settled
-        return (self.decoded + decode_text(text[self.decoded_to : end])).strip()
+        return self.view.update(text, _xml_safe(text, self.view.raw_pos, end), end)
+
+
+_CDATA_OPEN = "<![CDATA["
+_COMMENT_OPEN = "<!--"
+
+
+def _xml_safe(text: str, low: int, end: int) -> int:
+    """The furthest point in ``low..end`` where the element's raw text can be cut and each side
+    decoded alone, whatever follows: not inside an entity, a comment or a CDATA section, and not
+    past one that may still close (``decode_text`` reads an unclosed one up to the end)."""
+    pos = low
+    while True:
+        lt = text.find("<", pos, end)
+        if lt < 0:
+            return _entity_safe(text, pos, end)
+        head = text[lt : lt + len(_CDATA_OPEN)]
+        if head.startswith(_CDATA_OPEN):
+            close = text.find("]]>", lt + len(_CDATA_OPEN), end)
+            if close < 0:
+                return lt
+            pos = close + 3
+        elif head.startswith(_COMMENT_OPEN):
+            close = text.find("-->", lt + len(_COMMENT_OPEN), end)
+            if close < 0 or text.find("<", lt + 1, close) >= 0:  # a `<` inside: read it whole
+                return lt
+            pos = close + 3
+        elif len(head) < len(_CDATA_OPEN) and any(o.startswith(head) for o in (_CDATA_OPEN, _COMMENT_OPEN)):
+            return lt  # may still become one
+        else:
+            pos = lt + 1  # a plain `<`: decoding leaves it as it is
+
+
+def _entity_safe(text: str, low: int, end: int) -> int:
+    """A point in ``low..end`` that no entity can cross (an entity is at most 40 characters)."""
+    settled = max(low, end - 40)
+    amp = text.rfind("&", max(low, settled - 40), settled)
+    if amp >= 0 and text.find(";", amp, settled) < 0:
+        settled = amp
+    return settled
 
 
 _KEY_PARTIAL = regex.compile(r'"(?P<key>(?:[^"\\]|\\.){1,200})"\s*:\s*')
@@ -177,7 +245,7 @@ class _StringValue:
 
     def __init__(self, start: int) -> None:
         self.pos = start  # after the opening quote
-        self.pieces: list[str] = []
+        self.pieces = GrowingText()  # the decoded text: each piece is final
         self.closed = False
 
     def read(self, text: str) -> None:
@@ -206,11 +274,12 @@ class _StringValue:
             self.pieces.append(_ESCAPES.get(nxt, nxt))
             i += 2
         self.pos = i
-        if len(self.pieces) > 64:  # keep the joins cheap
-            self.pieces[:] = ["".join(self.pieces)]
 
     def text(self) -> str:
-        return "".join(self.pieces)
+        return self.pieces.prefix(self.pieces.length)
+
+    def so_far(self) -> TextAt:
+        return TextAt(self.pieces, self.pieces.length, "")
 
 
 class _OtherValue:
@@ -260,6 +329,7 @@ class JSONReader:
         self.key: str | None = None  # the field whose value is being read (None: not a field)
         self.value: _StringValue | _OtherValue | None = None
         self.value_start = 0
+        self.view: OpenText | None = None  # a structure's text as written, read as it grows
 
     def snapshot(self, text: str) -> Snapshot:
         if self.pos < 0:
@@ -280,6 +350,7 @@ class JSONReader:
                     break
                 self.key = self._name(match.group("key"))
                 self.value_start = match.end()
+                self.view = None
                 if text[self.value_start] == '"':
                     self.value = _StringValue(self.value_start + 1)
                 else:
@@ -298,11 +369,17 @@ class JSONReader:
         out = dict(self.done)
         if self.value is not None and self.key is not None and self.key not in out:
             if isinstance(self.value, _StringValue):
-                out[self.key] = (self.value.text(), False)
+                out[self.key] = (self.value.so_far(), False)
             else:  # a number or literal may still grow; a structure is shown as written
-                value = text[self.value_start :].strip()
-                out[self.key] = (value if value[:1] in "{[" else "", False)
+                out[self.key] = (self._structure_so_far(text), False)
         return out
+
+    def _structure_so_far(self, text: str) -> str | TextAt:
+        if text[self.value_start] not in "{[":  # the key pattern took the blanks before it
+            return ""
+        if self.view is None:
+            self.view = OpenText(self.value_start, str)
+        return self.view.update(text, len(text), len(text))
 
     def _name(self, raw: str) -> str | None:
         try:

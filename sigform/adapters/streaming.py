@@ -8,21 +8,23 @@ give for the text received so far, and text that could still turn into a marker 
 ``</field``, an unfinished JSON escape) is held back until it is known. During the stream the
 snapshots come from the incremental readers of :mod:`sigform.adapters.stream_readers` (each delta
 is read once, not the whole text again: linear over the stream); at the end the whole-text
-function reads the text once more. ``text_so_far`` only ever grows; the typed values come from
-the adapter's ``parse`` once the stream ends.
+function reads the text once more. ``text_so_far`` only ever grows, and ``delta`` is what it grew
+by; ``text_so_far`` is built when first read, so a consumer of the deltas alone never pays for a
+copy of the whole field per event. The typed values come from the adapter's ``parse`` once the
+stream ends.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import regex
 
 from sigform.adapters.chat_scan import HEADER_RE, restore_markers
 from sigform.adapters.names import FieldMatcher, norm_name
-from sigform.adapters.stream_readers import READERS
+from sigform.adapters.stream_readers import READERS, Snapshot
+from sigform.adapters.stream_text import FieldProgress, TextAt, text_of
 from sigform.adapters.xml_scan import decode_text
 
 __all__ = ["FieldDelta", "StreamParser"]
@@ -32,13 +34,16 @@ _OPEN_TAG_RE = regex.compile(r"<(?P<name>[A-Za-z_][\w.\-:]{0,80})(?:\s[^<>]*?)?(
 _KEY_RE = regex.compile(r'"(?P<key>(?:[^"\\]|\\.){1,200})"\s*:\s*')
 
 
-@dataclass(frozen=True)
-class FieldDelta:
-    """Progress of one output field: its text so far and whether it is finished."""
+class FieldDelta(FieldProgress):
+    """Progress of one output field: ``text_so_far`` (built on first read), ``delta``, ``done``
+    and ``replaced`` (see :class:`~sigform.adapters.stream_text.FieldProgress`)."""
 
-    field: str
-    text_so_far: str
-    done: bool
+    __slots__ = ()
+    _text_name = "text_so_far"
+
+    @property
+    def text_so_far(self) -> str:
+        return self._built()
 
 
 def _chat_snapshot(text: str, matcher: FieldMatcher) -> dict[str, tuple[str, bool]]:
@@ -208,7 +213,7 @@ class StreamParser:
         self._matcher = FieldMatcher(signature.output_fields)
         self._reader = READERS[fmt](self._matcher)
         self._text = ""
-        self._state: dict[str, tuple[str, bool]] = {}
+        self._state: dict[str, _Shown] = {}
 
     @property
     def text(self) -> str:
@@ -229,18 +234,60 @@ class StreamParser:
         snapshot = self._snapshot(self._text + "\n", self._matcher)
         return self._update({name: (text, True) for name, (text, _) in snapshot.items()}, final=True)
 
-    def _update(self, snapshot: dict[str, tuple[str, bool]], final: bool) -> list[FieldDelta]:
+    def _update(self, snapshot: Snapshot, final: bool) -> list[FieldDelta]:
         out: list[FieldDelta] = []
         for name in self._matcher.names:
             if name not in snapshot:
                 continue
             text, done = snapshot[name]
-            old_text, old_done = self._state.get(name, ("", False))
-            if old_done:
+            old = self._state.get(name)
+            if old is not None and (old.done or (old.stuck and not done)):
                 continue
-            if not text.startswith(old_text):  # never shrink what was shown
-                text = old_text if not done else text
-            if text != old_text or done or name not in self._state:
-                self._state[name] = (text, done)
-                out.append(FieldDelta(name, text, done))
+            if old is None:
+                self._state[name] = _Shown(text, done)
+                out.append(FieldDelta(name, text, done, text_of(text)))
+            elif done:  # the finished text is reported even when it does not extend what was shown
+                whole, shown = text_of(text), text_of(old.text)
+                grew = whole.startswith(shown)
+                self._state[name] = _Shown(whole, True)
+                out.append(FieldDelta(name, whole, True, whole[len(shown) :] if grew else whole, not grew))
+            else:
+                grew, stuck = _extends(text, old.text)
+                if grew:
+                    self._state[name] = _Shown(text, False)
+                    out.append(FieldDelta(name, text, False, _slice(text, len(old.text), len(text))))
+                elif stuck:
+                    old.stuck = True
         return out
+
+
+class _Shown:
+    """The text last reported for a field; ``stuck`` once no later text can extend it."""
+
+    __slots__ = ("done", "stuck", "text")
+
+    def __init__(self, text: str | TextAt, done: bool) -> None:
+        self.text = text
+        self.done = done
+        self.stuck = False
+
+
+def _slice(text: str | TextAt, start: int, stop: int) -> str:
+    return text[start:stop] if isinstance(text, str) else text.slice(start, stop)
+
+
+def _extends(new: str | TextAt, old: str | TextAt) -> tuple[bool, bool]:
+    """(``new`` is longer and starts with ``old``; ``new`` never will, whatever text follows).
+
+    When both grow from one source, its first ``old.committed`` characters are shared and never
+    change: only the rest of ``old`` (its short tail) is compared.
+    """
+    if len(new) <= len(old):
+        return False, False
+    if not (isinstance(new, TextAt) and isinstance(old, TextAt) and new.source is old.source):
+        return _slice(new, 0, len(old)) == _slice(old, 0, len(old)), False
+    start = old.committed
+    if not old.tail or new.slice(start, len(old)) == old.tail:
+        return True, False
+    final = min(len(old), new.committed)  # new's committed text never changes: a difference there is final
+    return False, new.slice(start, final) != old.tail[: final - start]

@@ -26,9 +26,9 @@ import contextvars
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from sigform.adapters.stream_text import FieldProgress, GrowingText, TextAt
 from sigform.hooks import emit
 from sigform.predict.module import (
     _call_ids,  # one counter: a call id never names two calls
@@ -37,18 +37,27 @@ from sigform.predict.module import (
 from sigform.predict.prediction import Prediction
 
 if TYPE_CHECKING:
+    from sigform.adapters.streaming import FieldDelta
     from sigform.predict.predict import Predict
 
 __all__ = ["Overrides", "StreamEvent", "astream_predict", "stream_predict"]
 
 
-@dataclass(frozen=True)
-class StreamEvent:
-    """Progress of one output field: ``text`` so far (it only grows) and ``done`` once finished."""
+class StreamEvent(FieldProgress):
+    """Progress of one output field: ``text`` so far (it only grows), ``delta`` (what it grew by
+    since the field's previous event) and ``done`` once finished.
 
-    field: str
-    text: str
-    done: bool = False
+    ``text`` is built when first read: printing the deltas of a long field costs time in
+    proportion to the field, while reading every event's ``text`` copies the field each time.
+    ``replaced`` is True on the rare finishing event whose text does not extend what was shown
+    (text that turned out to belong to a marker); its ``delta`` is then the whole text.
+    """
+
+    __slots__ = ()
+
+    @property
+    def text(self) -> str:
+        return self._built()
 
 
 class _StreamingLM:
@@ -107,7 +116,7 @@ class _Events:
     def __init__(self, adapter: Any, signature: Any, native_reasoning: bool) -> None:
         self.parser = adapter.stream_parser(signature)
         self.native_reasoning = native_reasoning
-        self.reasoning = ""
+        self.reasoning: GrowingText | None = None  # native reasoning so far, until the answer starts
 
     def on_delta(self, delta: Any) -> list[StreamEvent]:
         if getattr(delta, "index", 0) != 0:
@@ -115,18 +124,28 @@ class _Events:
         if delta.kind == "reasoning":
             if not self.native_reasoning:
                 return []
-            self.reasoning += delta.text
-            return [StreamEvent("reasoning", self.reasoning)]
+            if self.reasoning is None:
+                self.reasoning = GrowingText()
+            self.reasoning.append(delta.text)
+            so_far = TextAt(self.reasoning, self.reasoning.length, "")
+            return [StreamEvent("reasoning", so_far, delta=delta.text)]
         if delta.kind != "text":
             return []
-        events = [StreamEvent(d.field, d.text_so_far, d.done) for d in self.parser.feed(delta.text)]
-        if self.reasoning and events:  # the answer started: native reasoning is complete
-            events.insert(0, StreamEvent("reasoning", self.reasoning, True))
-            self.reasoning = ""
+        events = [_event(d) for d in self.parser.feed(delta.text)]
+        if self.reasoning is not None and self.reasoning.length and events:
+            # the answer started: native reasoning is complete
+            whole = TextAt(self.reasoning, self.reasoning.length, "")
+            events.insert(0, StreamEvent("reasoning", whole, True, delta=""))
+            self.reasoning = None
         return events
 
     def finish(self) -> list[StreamEvent]:
-        return [StreamEvent(d.field, d.text_so_far, d.done) for d in self.parser.finish()]
+        return [_event(d) for d in self.parser.finish()]
+
+
+def _event(delta: FieldDelta) -> StreamEvent:
+    """The parser's field progress as a program's stream event (the text still unbuilt)."""
+    return StreamEvent(delta.field, delta.unbuilt_text(), delta.done, delta.delta, delta.replaced)
 
 
 class _ModuleCall:

@@ -131,3 +131,32 @@ def test_stream_emits_module_hooks_and_carries_settings() -> None:
         items = list(qa(None).stream(question="q"))
     assert isinstance(items[-1], Prediction)
     assert seen == ["start", "end"]
+
+
+def test_each_event_carries_what_its_field_grew_by() -> None:
+    # a printer of deltas rebuilds every field exactly, native reasoning included (issue 13
+    # follow-up: events carried only a fresh copy of the whole field text, quadratic to stream)
+    lm = ScriptedLM(
+        [{"text": chat(answer="Rayleigh scattering of sunlight."), "reasoning": "short waves scatter"}],
+        features={"reasoning", "stop"},
+    )
+    lm.stream_chunk_chars = 3
+    events, _ = split(list(ChainOfThought("question -> answer", lm=lm).stream(question="Why blue?")))
+    printed: dict[str, str] = {}
+    for event in events:
+        assert not event.replaced
+        printed[event.field] = printed.get(event.field, "") + event.delta
+        assert printed[event.field] == event.text
+    assert printed == {"reasoning": "short waves scatter", "answer": "Rayleigh scattering of sunlight."}
+    assert sum(1 for e in events if e.field == "answer" and e.delta) > 3
+    assert StreamEvent("answer", "x", True) == StreamEvent("answer", "x", True, delta="")  # not compared
+
+
+def test_a_finished_text_that_drops_shown_text_says_so() -> None:
+    # `**` shown while the answer streamed turns out to open the bold header of the next field
+    lm = ScriptedLM(["[[ ## answer ## ]]\nParis **[[ ## confidence ## ]]**\n0.9"])
+    lm.stream_chunk_chars = 9  # the third piece ends with `Paris **`
+    events, _ = split(list(qa(lm).stream(question="Capital of France?")))
+    answer = [e for e in events if e.field == "answer"]
+    assert any(e.text.endswith("**") for e in answer[:-1])
+    assert answer[-1].done and answer[-1].replaced and answer[-1].delta == answer[-1].text == "Paris"
