@@ -26,7 +26,7 @@ from sigform.errors import (
 )
 from sigform.lm.connection_errors import connection_failure
 from sigform.lm.credentials import scrub
-from sigform.lm.response import MalformedResponseError, chunk_not_json
+from sigform.lm.response import MalformedResponseError, chunk_not_json, chunk_unreadable
 
 __all__ = ["map_exception", "parse_retry_after", "retry_after_of"]
 
@@ -192,11 +192,7 @@ def _unreadable_stream(exc: BaseException) -> BaseException | None:
         if "APIError" in kinds and cause.__module__.split(".")[0] == "openai":
             return cause  # the provider sent an `error` event: its message says what went wrong
         if isinstance(cause, _CHUNK_READ_ERRORS) or "ValidationError" in kinds:
-            what = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
-            return MalformedResponseError(
-                f"a streamed chunk is not a chat-completion chunk (litellm could not read it: {what}; "
-                "litellm does not keep the chunk's text)"
-            )
+            return chunk_unreadable(cause)
         cause = cause.__cause__ or cause.__context__
     return None
 

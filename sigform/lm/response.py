@@ -21,6 +21,7 @@ from sigform.lm.interface import Completion, ToolCall, Usage
 __all__ = [
     "MalformedResponseError",
     "chunk_not_json",
+    "chunk_unreadable",
     "decode_arguments",
     "finish_reason",
     "parse_body",
@@ -49,6 +50,49 @@ def chunk_not_json(exc: json.JSONDecodeError) -> MalformedResponseError:
     """The error for a streamed event whose data is not JSON (the SDK's decode error keeps it)."""
     raw = exc.doc if isinstance(exc.doc, str) else str(exc.doc)
     return MalformedResponseError(f"a streamed chunk is not JSON (starts with {raw[:60]!r})", raw)
+
+
+def chunk_unreadable(cause: BaseException) -> MalformedResponseError:
+    """The error for a streamed chunk that litellm parsed but could not read (``cause`` is its
+    ``AttributeError``, ``TypeError`` ... or pydantic ``ValidationError``).
+
+    litellm keeps neither the chunk's text nor the chunk (the openai SDK drops the event text once
+    parsed; litellm's exceptions carry only a message). What the exception itself carries is
+    kept as the raw text: the value an attribute was looked up on (``AttributeError.obj``) or the
+    input a validation failed on, as JSON.
+    """
+    what = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+    value = _failed_value(cause)
+    kept = "" if value is None else f", only the value it failed on: {value[:80]}"
+    return MalformedResponseError(
+        f"a streamed chunk is not a chat-completion chunk (litellm could not read it: {what}; "
+        f"litellm does not keep the chunk's text{kept})",
+        value,
+    )
+
+
+def _failed_value(cause: BaseException) -> str | None:
+    """The provider's value an exception names, as JSON; ``None`` when it names none."""
+    value: Any = None
+    if isinstance(cause, AttributeError):
+        value = cause.obj  # None when the error was not raised by an attribute lookup
+    elif callable(getattr(cause, "errors", None)):  # pydantic's ValidationError
+        try:
+            errors = cause.errors()  # type: ignore[attr-defined]
+        except (TypeError, ValueError):
+            errors = []
+        value = errors[0].get("input") if errors and isinstance(errors[0], Mapping) else None
+    if value is None:
+        return None
+    if callable(getattr(value, "model_dump", None)):  # a chunk model the SDK built without checking
+        try:
+            value = value.model_dump(mode="json", warnings=False)
+        except (TypeError, ValueError):
+            return None
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
 
 
 def _count(name: str, value: Any) -> int:

@@ -92,8 +92,22 @@ def test_a_malformed_chunk_is_a_provider_error_naming_it(case: str, fast_path: b
         assert named in str(err) and err.provider_message == data  # the chunk as sent
     elif litellm_keeps_text:  # the chunk as litellm read it
         assert named in str(err) and (data in err.provider_message or _bad_part(data) in err.provider_message)
-    else:  # litellm reads chunks itself and reports only its own error
-        assert "litellm could not read it" in str(err)
+    else:  # litellm keeps neither the chunk nor its text: only the value its own read failed on
+        assert "litellm could not read it" in str(err) and "only the value it failed on" in str(err)
+        assert err.provider_message == LITELLM_FAILED_ON[case]
+
+
+# what litellm's exception still names of a chunk it parsed but could not read (issue 13
+# follow-up: the provider_message held litellm's own message only): the value an attribute was
+# looked up on (AttributeError.obj) or a validation's input -- for "choices": "none", litellm
+# read choices[0], the string "n"
+LITELLM_FAILED_ON = {
+    "a list": '["oops"]',
+    "choices a string": '"n"',
+    "a choice a string": '"x"',
+    "delta a string": '"text"',
+    "usage in words": '"many"',
+}
 
 
 def _bad_part(data: str) -> str:
@@ -165,3 +179,17 @@ def test_a_stream_stopped_by_a_bad_chunk_gives_its_client_back(monkeypatch: pyte
         del info
     finally:
         gc.enable()
+
+
+def test_the_value_litellm_failed_on_is_kept_without_the_credential() -> None:
+    key = "sk-live-0123456789abcdef"
+    with Streams(events(json.dumps(["echo", key]), chunk("x", "stop"))) as server:
+        lm = LM(
+            "openai/fake", api_base=f"{server.base_url}/v1", api_key=key, fast_path=False,
+            num_retries=0, cache=False,
+        )
+        with pytest.raises(sf.ProviderError) as info:
+            streamed_text(lm)
+    err = info.value
+    assert '"echo"' in err.provider_message and "only the value it failed on" in str(err)
+    assert key not in err.provider_message and key not in str(err) and key not in repr(err)
