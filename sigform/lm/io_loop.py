@@ -33,8 +33,15 @@ _thread: threading.Thread | None = None
 
 
 def run_in_io_loop(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the background loop; the calling thread waits for its result (or error)."""
-    return asyncio.run_coroutine_threadsafe(coro, _io_loop()).result()
+    """Run ``coro`` on the background loop, in a copy of the caller's context (settings, scoped
+    callbacks); the calling thread waits for its result (or error). Should the wait be
+    interrupted (a KeyboardInterrupt), the coroutine is cancelled rather than left running."""
+    future = asyncio.run_coroutine_threadsafe(coro, _io_loop())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
 
 
 def in_io_thread() -> bool:
