@@ -11,7 +11,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,9 +38,18 @@ def active_report() -> Any:
     return _active_report.get()
 
 
-@contextmanager
-def reporting(report: Any) -> Iterator[None]:
+def reporting(report: Any) -> AbstractContextManager[None]:
     """Make ``report`` the :func:`active_report` while the request is sent."""
+    if report is None and _active_report.get() is None:
+        return _UNCHANGED  # the common case (nothing pruned, no outer report): nothing to set
+    return _reporting(report)
+
+
+_UNCHANGED = nullcontext()
+
+
+@contextmanager
+def _reporting(report: Any) -> Iterator[None]:
     token = _active_report.set(report)
     try:
         yield

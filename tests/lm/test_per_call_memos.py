@@ -1,6 +1,7 @@
 """What every call needs but never changes is worked out once (issue 18 item 3: sigform's own
 CPU per call): the default pruning options, the history's redacted endpoint, the fast-path
-eligibility of a model name, whether a setting name is secret. Each memo still answers right."""
+eligibility of a model name, whether a setting name is secret, the prune report of a request with
+nothing pruned. Each memo still answers right."""
 
 from __future__ import annotations
 
@@ -64,3 +65,18 @@ def test_secret_setting_names_are_memoised_and_still_answered() -> None:
     assert credentials.is_secret_name("memo_api_token") and not credentials.is_secret_name("memo_temperature")
     assert credentials.is_secret_name.cache_info().hits == before + 2
 
+
+
+def test_a_request_with_nothing_pruned_sets_no_report_but_still_masks_an_outer_one() -> None:
+    from sigform.lm.history import active_report, reporting
+
+    assert reporting(None) is reporting(None)  # the common case: one shared no-op, no generator
+    with reporting(None):
+        assert active_report() is None
+    outer = object()
+    with reporting(outer):
+        assert active_report() is outer
+        with reporting(None):  # a request sent inside another's send: not reported as pruned
+            assert active_report() is None
+        assert active_report() is outer
+    assert active_report() is None
