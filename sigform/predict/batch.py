@@ -14,10 +14,10 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, as_completed
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sigform.errors import BatchError
 from sigform.excerpt import shorten
@@ -240,7 +240,9 @@ def run_batch(
                 pending[pool.submit(_run_one, *args)] = index
             # one waiter per future for the whole run (``wait(FIRST_COMPLETED)`` in a loop installs
             # one on every pending future per completion: O(n²), ~50 µs per example at 1,000)
-            with contextlib.closing(as_completed(list(pending))) as finished:
+            # as_completed is a generator (typeshed says Iterator): closing it drops its waiters
+            in_order = cast("Generator[Future[_Outcome | None], None, None]", as_completed(list(pending)))
+            with contextlib.closing(in_order) as finished:
                 for future in finished:
                     index = pending.pop(future)
                     if collector.add(index, future.result()):
