@@ -305,39 +305,55 @@ async def _windowed(
     finishes hands its outcome to ``collector`` and starts the next, in its done callback. (A task
     per example waiting on a semaphore, collected by ``as_completed``, cost ~10 µs of CPU per
     example in wake-ups; once the batch stops, no queued example starts.)"""
-    loop = asyncio.get_running_loop()
-    finished: asyncio.Future[None] = loop.create_future()
-    queue = iter(todo)
-    running: set[asyncio.Task[tuple[int, _Outcome]]] = set()
-
-    def start_next() -> None:
-        for index in queue:
-            task = loop.create_task(one(index))  # a copy of the caller's context, as every task
-            running.add(task)
-            task.add_done_callback(landed)
-            return
-        if not running and not finished.done():
-            finished.set_result(None)
-
-    def landed(task: asyncio.Task[tuple[int, _Outcome]]) -> None:
-        running.discard(task)
-        if finished.done():  # stopped: the rest are being cancelled
-            return
-        try:
-            index, outcome = task.result()
-            if collector.add(index, outcome):
-                raise collector.abort()
-        except BaseException as exc:  # reaches the awaiting caller, not the loop's log
-            finished.set_exception(exc)
-            return
-        start_next()
-
+    window = _Window(todo, one, collector)
     for _ in range(width):
-        start_next()
+        window.start_next()
     try:
-        await finished
+        await window.finished
     finally:
+        running = list(window.running)
         for task in running:
             task.cancel()
         if running:
             await asyncio.gather(*running, return_exceptions=True)
+
+
+class _Window:
+    """The tasks of :func:`_windowed` in flight. (An object, not two closures calling each other:
+    those form a reference cycle that kept the whole batch's examples and results alive until the
+    garbage collector ran.)"""
+
+    def __init__(
+        self,
+        todo: Iterable[int],
+        one: Callable[[int], Coroutine[Any, Any, tuple[int, _Outcome]]],
+        collector: _Collector,
+    ) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.finished: asyncio.Future[None] = self.loop.create_future()
+        self.queue = iter(todo)
+        self.running: set[asyncio.Task[tuple[int, _Outcome]]] = set()
+        self.one = one
+        self.collector = collector
+
+    def start_next(self) -> None:
+        for index in self.queue:
+            task = self.loop.create_task(self.one(index))  # a copy of the caller's context
+            self.running.add(task)
+            task.add_done_callback(self.landed)
+            return
+        if not self.running and not self.finished.done():
+            self.finished.set_result(None)
+
+    def landed(self, task: asyncio.Task[tuple[int, _Outcome]]) -> None:
+        self.running.discard(task)
+        if self.finished.done():  # stopped: the rest are being cancelled
+            return
+        try:
+            index, outcome = task.result()
+            if self.collector.add(index, outcome):
+                raise self.collector.abort()
+        except BaseException as exc:  # reaches the awaiting caller, not the loop's log
+            self.finished.set_exception(exc)
+            return
+        self.start_next()

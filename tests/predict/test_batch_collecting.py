@@ -9,6 +9,7 @@ window of ``concurrency`` tasks exists at a time (not one task per example behin
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from concurrent.futures import Future
 from typing import Any
@@ -131,3 +132,20 @@ def test_cancelling_abatch_cancels_the_examples_in_flight() -> None:
 
     asyncio.run(main())
     assert slow.started == 5 and slow.cancelled == 5
+
+
+def test_abatch_leaves_no_reference_cycles_behind() -> None:
+    # its window is an object, not two closures calling each other: those formed a cycle that
+    # kept every example and result of the batch alive until the garbage collector ran
+    lm = ScriptedLM.by_input(lambda text: "[[ ## y ## ]]\n" + text.split("[[ ## x ## ]]")[1].split()[0])
+    program = sf.Predict("x: int -> y: int", lm=lm)
+    asyncio.run(program.abatch([{"x": 1}], progress=False))  # first-use caches and imports
+    gc.collect()
+    gc.disable()
+    try:
+        results = asyncio.run(program.abatch([{"x": i} for i in range(30)], concurrency=4, progress=False))
+        assert [r.y for r in results] == list(range(30))
+        del results
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
