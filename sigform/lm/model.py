@@ -30,7 +30,7 @@ from sigform.lm.params import BASE_SPECS, ParameterError, ParamSpec, nest_dotted
 from sigform.lm.rate_limit import limited_route, limiter_of
 from sigform.lm.request import Request, cache_key, response_format_dict
 from sigform.lm.retry import RetryPolicy, check_limits
-from sigform.lm.routing import Route, current, resolve_route
+from sigform.lm.routing import Route, current, fast_path_eligible, resolve_route
 from sigform.lm.sdk_warmup import SDK_TASK, may_use_sdk
 from sigform.lm.streaming import StreamDelta
 from sigform.message import Message
@@ -242,8 +242,6 @@ class LM:
         if backend is not None:  # a given backend says what it supports (nothing, by default)
             supports = getattr(backend, "supports", None)
             return bool(supports(feature)) if callable(supports) else False
-        from sigform.lm.routing import fast_path_eligible
-
         api_base = self._api_base.get() if self._api_base is not None else None
         if self.model == "local":
             return feature in ("json_schema", "json_object", "stop")
@@ -273,8 +271,6 @@ class LM:
             return False
         if options.fast_path is not None:
             return bool(options.fast_path)
-        from sigform.lm.routing import fast_path_eligible
-
         return fast_path_eligible(self.model, self._api_base.get() if self._api_base is not None else None)
 
     # -- request building ------------------------------------------------------------------

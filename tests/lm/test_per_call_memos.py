@@ -80,3 +80,24 @@ def test_a_request_with_nothing_pruned_sets_no_report_but_still_masks_an_outer_o
             assert active_report() is None
         assert active_report() is outer
     assert active_report() is None
+
+
+def test_asking_an_lm_about_a_feature_runs_no_import_statement(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a function-level ``from ... import`` costs 1-3 µs per run; supports() is asked twice a call
+    import builtins
+
+    import sigform as sf
+
+    lm = sf.LM("openai/memo-model-f", api_base="http://127.0.0.1:9/v1", api_key="k")
+    assert lm.supports("stop") and lm.uses_fast_path()
+    imported: list[str] = []
+    real = builtins.__import__
+
+    def counting(name: str, *args: Any, **kwargs: Any) -> Any:
+        imported.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", counting)
+    assert lm.supports("stop") and not lm.supports("reasoning") and lm.uses_fast_path()
+    monkeypatch.undo()
+    assert imported == []
