@@ -114,3 +114,42 @@ def test_fewshot_section_compares_strategies_with_intervals() -> None:
     best = rows["best strategy: all fields right"]
     assert best.met is True and "sigform knn" in best.note and "DSPy knn" in best.note
     assert rows["sf.evaluate overhead per example / one LM call"].target == "< 1%"
+
+
+def test_fewshot_rerun_runs_only_the_named_rows_and_keeps_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+
+    from benchmarks import fewshot
+    from benchmarks.real_suite.tasks import select
+
+    test = fewshot._examples(select("people")[0], "test", 2)
+
+    def entry(ok: bool, calls: int = 0) -> dict:
+        records = [{"id": e["id"], "value": dict(e["expect"]) if ok else {k: None for k in e["expect"]},
+                    "calls": 1, "prompt_tokens": 10, "completion_tokens": 5, "seconds": 2.0} for e in test]
+        return {"optimise": {"calls": calls, "tokens": 0, "seconds": 0.0}, "demos": [], "records": records}
+
+    earlier = {
+        "sigform": {"people": {p: entry(False) for p in fewshot.PROGRAMS}},
+        "dspy": {"people": {s: entry(False, 4) for s in fewshot.STRATEGIES}},
+    }
+    asked: list[list[str]] = []
+
+    def fake_sigform_side(tasks, base, model, limit, *, adapter, programs, log):
+        asked.append(list(programs))
+        return {"people": {p: entry(True) for p in programs}}
+
+    served = ("http://x/v1", "openai/m")
+    monkeypatch.setattr(fewshot, "server", lambda api_base: contextlib.nullcontext(served))
+    monkeypatch.setattr(fewshot, "sigform_side", fake_sigform_side)
+    overhead = {"overhead_per_example": 1e-4, "plain_call": 1e-3}
+    monkeypatch.setattr(fewshot, "evaluate_overhead", lambda: overhead)
+    section = fewshot.run(
+        True, limit=2, task_names="people", api_base="http://x/v1", reuse=earlier, rerun=["sigform:knn"],
+        log=lambda _: None,
+    )
+    assert asked == [["knn"]]  # DSPy's rows and the other sigform rows were not run again
+    rows = {r.metric: r for r in section.rows}
+    assert rows["knn: all fields right"].sigform == 100 and rows["knn: all fields right"].dspy == 0
+    assert rows["labeled: all fields right"].sigform == 0
+    assert rows["bootstrap: LM calls / tokens to choose demos"].dspy == 4

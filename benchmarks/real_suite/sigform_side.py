@@ -53,6 +53,11 @@ def run_task(
     lm = sf.LM(model, api_base=api_base, api_key="local", cache=False, temperature=0.0, max_tokens=max_tokens)
     demos = [{"text": d["text"], **task.typed(d["expect"])} for d in task.examples("demos")]
     program = sf.Predict(signature_of(task), lm=lm, demos=demos, adapter=make_adapter(adapter))
+    return run_examples(program, lm, task, examples)
+
+
+def run_examples(program: Any, lm: Any, task: Task, examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``program`` (which sends its requests through ``lm``) over ``examples``: one record each."""
     records: list[dict[str, Any]] = []
     for example in examples:
         calls0, prompt0, completion0 = _sent(lm)
