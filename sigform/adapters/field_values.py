@@ -14,6 +14,7 @@ from sigform.adapters.extraction import Extracted
 from sigform.adapters.fields import FieldView
 from sigform.errors import FieldError, FieldValueError, StructureError
 from sigform.excerpt import shorten
+from sigform.types import coerce_fields
 
 __all__ = ["typed_outputs"]
 
@@ -23,8 +24,6 @@ Summary = Callable[[Extracted, Sequence[FieldView], Sequence[FieldView]], str]
 def typed_outputs(found: Extracted, views: Sequence[FieldView], summary: Summary) -> dict[str, Any]:
     """The output values of ``views`` read from ``found``, in the views' order; ``summary``
     writes the headline of a structural error from what was found, missing and expected."""
-    from sigform.types import coerce_fields
-
     structural: list[FieldError] = []
     for name, seen in found.conflicts.items():
         view = next(v for v in views if v.name == name)

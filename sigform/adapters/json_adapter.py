@@ -28,6 +28,7 @@ from sigform.errors import BadRequestError, ProviderError
 from sigform.lm import capabilities
 from sigform.lm.capabilities import MODES
 from sigform.lm.interface import Completion, LMProtocol
+from sigform.lm.model import LM
 
 __all__ = ["MODES", "JSONAdapter", "forget_step_downs"]
 
@@ -185,8 +186,6 @@ def _model_key(lm: LMProtocol) -> str:
 def _persistable(lm: LMProtocol) -> bool:
     """Whether what ``lm``'s endpoint accepted is worth saving for other processes: a sigform LM
     at a fixed http(s) endpoint (not the embedded model, whose port changes with every server)."""
-    from sigform.lm.model import LM
-
     base = lm.api_base if isinstance(lm, LM) else None
     return isinstance(base, str) and base.startswith(("http://", "https://")) and lm.model != "local"
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sigform import warmup
 from sigform.errors import LMError
-from sigform.lm import calls
+from sigform.lm import calls, capabilities
 from sigform.lm.credentials import CONNECTION_SETTINGS, Credential, is_secret_name
 from sigform.lm.default_notice import default_model_notice
 from sigform.lm.history import HistoryEntry, inspect_history
@@ -248,8 +248,6 @@ class LM:
         fast_path = self.options.fast_path
         if fast_path or (fast_path is None and fast_path_eligible(self.model, api_base)):
             if feature in _DISCOVERED:
-                from sigform.lm import capabilities
-
                 floor = capabilities.best_mode(capabilities.endpoint_key(self.model, api_base))
                 return floor <= capabilities.MODES.index(_DISCOVERED[feature])
             return feature == "stop"

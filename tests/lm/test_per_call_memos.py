@@ -101,3 +101,31 @@ def test_asking_an_lm_about_a_feature_runs_no_import_statement(monkeypatch: pyte
     assert lm.supports("stop") and not lm.supports("reasoning") and lm.uses_fast_path()
     monkeypatch.undo()
     assert imported == []
+
+
+def test_a_default_adapter_call_runs_no_import_statement(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the JSON route asks supports('json_schema'/'json_object') several times a call, records
+    # what the endpoint accepted and types the outputs: none of it re-runs an import statement
+    import builtins
+
+    import sigform as sf
+    from sigform.testing import ScriptedLM
+
+    lm = ScriptedLM(['{"answer": 4}'] * 3, features={"json_schema", "json_object"})
+    program = sf.Predict("question -> answer: int", lm=lm, adapter=sf.JSONAdapter())
+    assert program(question="2+2?").answer == 4
+    fast = sf.LM("openai/memo-model-g", api_base="http://127.0.0.1:9/v1", api_key="k")
+    assert fast.supports("json_schema")
+    imported: list[str] = []
+    real = builtins.__import__
+
+    def counting(name: str, *args: Any, **kwargs: Any) -> Any:
+        imported.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", counting)
+    answer = program(question="2+2?").answer
+    asked = fast.supports("json_schema") and fast.supports("json_object")
+    monkeypatch.undo()
+    assert answer == 4 and asked
+    assert imported == []
