@@ -256,21 +256,6 @@ class LM:
         route = self._resolve()
         return lb.capability(feature, route.model, route.provider)
 
-    def uses_fast_path(self) -> bool:
-        """Whether requests go through the openai SDK (the fast path), decided the way the route
-        is, without resolving it (``"local"`` starts no server here)."""
-        route = self._route
-        if route is not None:
-            from sigform.lm.openai_backend import OpenAIBackend
-
-            return isinstance(route.backend, OpenAIBackend)
-        options = self.options
-        if options.backend is not None:
-            return False
-        if options.fast_path is not None:
-            return bool(options.fast_path)
-        return fast_path_eligible(self.model, self._api_base.get() if self._api_base is not None else None)
-
     # -- request building ------------------------------------------------------------------
 
     def _resolve(self) -> Route:

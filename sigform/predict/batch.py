@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, cast
 from sigform.errors import BatchError
 from sigform.excerpt import shorten
 from sigform.lm.interface import Usage
-from sigform.predict.batch_on_loop import run_on_io_loop, runs_on_io_loop
 from sigform.predict.context_vars import track_usage
 from sigform.predict.example import Example, Record
 from sigform.predict.executors import Executor, ThreadExecutor, as_executor
@@ -197,9 +196,7 @@ def run_batch(
     """Run ``program`` on every example in parallel; results in input order.
 
     Args:
-        num_threads: worker threads (default: the ``num_threads`` setting, else 8). A Predict on
-            the fast path runs as ``abatch`` on the I/O loop instead, this many calls in flight
-            (see :mod:`sigform.predict.batch_on_loop`).
+        num_threads: worker threads (default: the ``num_threads`` setting, else 8).
         max_errors: stop once more than this many examples failed (default: the ``max_errors``
             setting, else never stop).
         return_failures: return ``(results, failures)`` instead of ``results``.
@@ -208,16 +205,6 @@ def run_batch(
         checkpoint: a file (JSONL) that records every finished example as it completes; running
             again with the same file skips them (see :mod:`sigform.predict.checkpoint`).
     """
-    if executor is None and runs_on_io_loop(program):  # threads would only wait for the loop
-        return run_on_io_loop(  # type: ignore[no-any-return]
-            program,
-            examples,
-            concurrency=worker_count(num_threads, "num_threads"),
-            max_errors=max_errors,
-            return_failures=return_failures,
-            progress=progress,
-            checkpoint=checkpoint,
-        )
     items = _prepare(examples)
     resumed = _resumed(checkpoint, program, items)
     todo = resumed.todo if resumed is not None else range(len(items))

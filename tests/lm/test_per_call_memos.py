@@ -89,7 +89,7 @@ def test_asking_an_lm_about_a_feature_runs_no_import_statement(monkeypatch: pyte
     import sigform as sf
 
     lm = sf.LM("openai/memo-model-f", api_base="http://127.0.0.1:9/v1", api_key="k")
-    assert lm.supports("stop") and lm.uses_fast_path()
+    assert lm.supports("stop")
     imported: list[str] = []
     real = builtins.__import__
 
@@ -98,7 +98,7 @@ def test_asking_an_lm_about_a_feature_runs_no_import_statement(monkeypatch: pyte
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", counting)
-    assert lm.supports("stop") and not lm.supports("reasoning") and lm.uses_fast_path()
+    assert lm.supports("stop") and not lm.supports("reasoning")
     monkeypatch.undo()
     assert imported == []
 
