@@ -10,19 +10,26 @@ events' deltas never pays for a copy of the whole field per event.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 __all__ = ["FieldProgress", "GrowingText", "OpenText", "TextAt", "text_of"]
 
 
 class GrowingText:
-    """Text that only grows: appended pieces, joined on the first read after they were added."""
+    """Text that only grows: appended pieces, joined on the first read after they were added.
 
-    __slots__ = ("_pieces", "length")
+    Events may be read in another thread than the one feeding the parser: joining (a read) and
+    slicing (the feeding thread's deltas) hold a lock, and a join replaces exactly the pieces it
+    joined, so a piece appended meanwhile is kept.
+    """
+
+    __slots__ = ("_lock", "_pieces", "length")
 
     def __init__(self, text: str = "") -> None:
         self._pieces: list[str] = [text] if text else []
         self.length = len(text)
+        self._lock = threading.Lock()
 
     def append(self, piece: str) -> None:
         if piece:
@@ -33,14 +40,20 @@ class GrowingText:
         """The first ``n`` characters (joins the pieces once; a later read of them is free)."""
         if n <= 0:
             return ""
-        if len(self._pieces) > 1:
-            self._pieces[:] = ["".join(self._pieces)]
-        whole = self._pieces[0]
+        with self._lock:
+            pieces = self._pieces
+            count = len(pieces)
+            if count > 1:
+                pieces[:count] = ["".join(pieces[:count])]
+            whole = pieces[0]
         return whole if n >= len(whole) else whole[:n]
 
     def slice(self, start: int, stop: int) -> str:
         """Characters ``start:stop``, read from the nearer end without joining the rest."""
-        stop = min(stop, self.length)
+        with self._lock:
+            return self._slice(start, min(stop, self.length))
+
+    def _slice(self, start: int, stop: int) -> str:
         if start >= stop:
             return ""
         out: list[str] = []

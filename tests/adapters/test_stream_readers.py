@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import itertools
+import sys
+import threading
 import time
 
 import pytest
@@ -135,3 +137,37 @@ def test_events_and_their_deltas_match_the_whole_text_reading(fmt: str, data: st
 
 
 SIG_FIELDS = make_signature("question -> answer, n, note")
+
+
+def test_events_read_in_another_thread_leave_the_stream_intact() -> None:
+    # a UI thread reading the latest event's text while the parser feeds: building that text
+    # joins the shared pieces, which must not shift the feeding thread's deltas
+    body = "".join(f"w{i} " for i in range(40_000)).strip()
+    text = "[[ ## answer ## ]]\n" + body + "\n[[ ## note ## ]]\nok"
+    parser = streaming.StreamParser(SIG, "chat")
+    latest: list[streaming.FieldDelta | None] = [None]
+    stop = threading.Event()
+    wrong: list[str] = []
+
+    def read() -> None:
+        while not stop.is_set():
+            event = latest[0]
+            if event is not None and not body.startswith(event.text_so_far):
+                wrong.append(event.text_so_far[-40:])
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    reader = threading.Thread(target=read)
+    reader.start()
+    printed = []
+    try:
+        for i in range(0, len(text), 2):
+            for event in parser.feed(text[i : i + 2]):
+                if event.field == "answer":
+                    printed.append(event.delta)
+                    latest[0] = event
+    finally:
+        stop.set()
+        reader.join()
+        sys.setswitchinterval(switch)
+    assert not wrong and "".join(printed) == body
