@@ -19,22 +19,33 @@ __all__ = ["FieldProgress", "GrowingText", "OpenText", "TextAt", "text_of"]
 class GrowingText:
     """Text that only grows: appended pieces, joined on the first read after they were added.
 
-    Events may be read in another thread than the one feeding the parser: joining (a read) and
-    slicing (the feeding thread's deltas) hold a lock, and a join replaces exactly the pieces it
-    joined, so a piece appended meanwhile is kept.
+    Every ``MERGE`` appended pieces are merged into one (a delta is a few characters: a piece
+    object each would take ~15x the text's memory). Events may be read in another thread than
+    the one feeding the parser: joining (a read), merging and slicing (the feeding thread's
+    deltas) hold a lock, and each replaces exactly the pieces it joined, so a piece appended
+    meanwhile is kept.
     """
 
-    __slots__ = ("_lock", "_pieces", "length")
+    MERGE = 64
+
+    __slots__ = ("_lock", "_pieces", "_unmerged", "length")
 
     def __init__(self, text: str = "") -> None:
         self._pieces: list[str] = [text] if text else []
         self.length = len(text)
+        self._unmerged = 0  # pieces appended since the last merge or join
         self._lock = threading.Lock()
 
     def append(self, piece: str) -> None:
         if piece:
             self._pieces.append(piece)
             self.length += len(piece)
+            self._unmerged += 1
+            if self._unmerged >= self.MERGE:
+                with self._lock:
+                    pieces, count = self._pieces, min(self._unmerged, len(self._pieces))
+                    pieces[-count:] = ["".join(pieces[-count:])]
+                    self._unmerged = 0
 
     def prefix(self, n: int) -> str:
         """The first ``n`` characters (joins the pieces once; a later read of them is free)."""
@@ -45,6 +56,7 @@ class GrowingText:
             count = len(pieces)
             if count > 1:
                 pieces[:count] = ["".join(pieces[:count])]
+                self._unmerged = len(pieces) - 1
             whole = pieces[0]
         return whole if n >= len(whole) else whole[:n]
 

@@ -7,6 +7,7 @@ import itertools
 import sys
 import threading
 import time
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -171,3 +172,19 @@ def test_events_read_in_another_thread_leave_the_stream_intact() -> None:
         reader.join()
         sys.setswitchinterval(switch)
     assert not wrong and "".join(printed) == body
+
+
+def test_a_long_field_streamed_in_small_deltas_stays_about_its_size_in_memory() -> None:
+    # a piece object per 4-character delta took ~20 bytes per character (20 MB at peak for a
+    # 1 MB field); the pieces are merged as they come
+    body = "lorem ipsum " * (200_000 // 12)
+    text = "[[ ## answer ## ]]\n" + body + "\n[[ ## note ## ]]\nok"
+    parser = streaming.StreamParser(SIG, "chat")
+    tracemalloc.start()
+    try:
+        for i in range(0, len(text), 4):
+            parser.feed(text[i : i + 4])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * len(body), f"{peak:,} bytes at peak for a {len(body):,}-character field"
