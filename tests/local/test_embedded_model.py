@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,18 +44,6 @@ MESSAGES = [
     {"role": "assistant", "content": "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"},
     {"role": "user", "content": QUESTION.format(q="What is the capital of Italy?")},
 ]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SIGFORM_CACHE_DIR", str(tmp_path_factory.mktemp("local-cache")))
-        mp.setattr(_server_registry, "_current", None)
-        mp.setattr(_server_registry, "_owned", [])
-        try:
-            yield local.ensure_server()
-        finally:
-            _server_registry._stop_owned()
 
 
 def _complete(api_base: str, messages: list[dict[str, str]], **kw: Any) -> Any:

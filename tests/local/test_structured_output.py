@@ -19,23 +19,10 @@ import pytest
 import sigform as sf
 from sigform import local
 from sigform.adapters.json_adapter import forget_step_downs
-from sigform.local import _server_registry
 
 pytestmark = pytest.mark.local_model
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # tests are offline
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SIGFORM_CACHE_DIR", str(tmp_path_factory.mktemp("local-cache")))
-        mp.setattr(_server_registry, "_current", None)
-        mp.setattr(_server_registry, "_owned", [])
-        try:
-            yield local.ensure_server()
-        finally:
-            _server_registry._stop_owned()
 
 
 @pytest.fixture(autouse=True)
