@@ -198,3 +198,14 @@ def test_a_described_currency_reaches_every_number_the_field_holds(data: st.Data
     else:
         with pytest.raises(FieldValueError, match="is not in EUR, the currency field 'price' is described"):
             sf.JSONAdapter().parse(sig("amounts in EUR", shape), completion)
+
+
+def test_a_name_carrying_a_currency_copies_and_pickles_with_it() -> None:
+    import copy
+    import pickle
+
+    from sigform.types.coercion._numbers import CurrencyField
+
+    name = CurrencyField("price", "EUR", "the currency field 'price' is described in")
+    for back in (pickle.loads(pickle.dumps(name)), copy.deepcopy(name), copy.copy(name)):
+        assert (back, back.currency, back.why) == ("price", "EUR", name.why)

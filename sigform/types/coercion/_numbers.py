@@ -101,6 +101,10 @@ class CurrencyField(str):
         self.why = why or f"the currency field {name!r} is described in"
         return self
 
+    def __reduce__(self) -> tuple[type[CurrencyField], tuple[str, str, str]]:
+        # copies and pickles keep the currency (str's own reduce would call __new__ with the name only)
+        return (CurrencyField, (str(self), self.currency, self.why))
+
 
 def _check_currency(text: str, field: str, marks: list[str]) -> None:
     means = [_MARKS[m.upper()] for m in marks]
