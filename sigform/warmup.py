@@ -7,17 +7,19 @@ work can happen while the user types. Layers register named tasks here (the LM r
 SDK import, the root package the call path); building an LM starts the ones it will need, each
 once per process, in one thread.
 
-A call that is about to do the same work first :func:`wait` s for the thread rather than importing
-alongside it: two threads importing one package's modules in different orders can deadlock
-(Python then raises ``_DeadlockError`` in one of them). A task that fails is ignored; the call
-does the work again and reports the error where it belongs. A fork waits for the thread too: a
-child forked mid-import would inherit module locks held by a thread it does not have, and hang on
-its first import of those modules.
+A call that is about to do the same work first :func:`wait` s for the thread rather than
+importing alongside it: two threads importing one package's modules in different orders can
+fail (Python raises ``_DeadlockError``, or a half-initialised module lacks a name). The
+exception is a wait from inside an import, where joining could hang (see :func:`wait`). A task
+that fails is ignored; the call does the work again and reports the error where it belongs. A
+fork waits for the thread too: a child forked mid-import would inherit module locks held by a
+thread it does not have, and hang on its first import of those modules.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
 
@@ -53,14 +55,28 @@ def start(*names: str) -> None:
 
 
 def wait() -> None:
-    """Block until warm-up threads started so far have finished (free once they have)."""
-    if not _threads:
+    """Block until warm-up threads started so far have finished (free once they have).
+
+    Not from inside an import: the thread importing a module holds that module's lock, and the
+    warm-up may be waiting for it (``from sigform.predict.predict import Predict`` right after
+    building an LM), so joining there would hang both threads. Such a caller imports beside the
+    warm-up, under Python's own import locks."""
+    if not _threads or _inside_import():
         return
     for thread in list(_threads):  # every caller joins: none may import beside a running task
         if thread is not threading.current_thread():
             thread.join()
     with _lock:
         _threads[:] = [thread for thread in _threads if thread.is_alive()]
+
+
+def _inside_import() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _run(names: list[str]) -> None:

@@ -118,3 +118,23 @@ def test_a_fork_waits_for_the_warm_up_so_the_child_inherits_no_held_import_lock(
     forked = time.monotonic()
     os.waitpid(pid, 0)
     assert finished and finished[0] <= forked
+
+
+def test_importing_a_module_that_imports_from_a_lazy_package_right_after_building_an_lm_never_hangs() -> None:
+    # the main thread holds sigform.predict.predict's module lock while its body runs `from
+    # sigform.predict import context_vars` (the package's lazy __getattr__); the warm-up waits for
+    # that lock, so a wait() there would join a thread that waits for the joiner
+    code = (
+        "import sigform as sf\n"
+        "lm = sf.LM('openai/gpt-4o-mini', api_key='sk-test-0000')\n"
+        "from sigform.predict.predict import Predict\n"
+        "from sigform.adapters.json_adapter import JSONAdapter\n"
+        "print('ok')\n"
+    )
+    for _ in range(3):
+        try:
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                                 timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("importing sigform.predict.predict beside the warm-up hung for 60 s")
+        assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr[-2000:]
