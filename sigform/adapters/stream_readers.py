@@ -147,6 +147,8 @@ class XMLReader:
         self.scanned = 0  # `<` and `>` in the open element's text are known up to here
         self.last_lt = -1  # the last `<` in it (-1: none)
         self.gt_after = False  # a `>` follows that `<`
+        self.comment_at = -1  # an unclosed comment opening the undecoded text starts here
+        self.comment_scanned = 0  # ... and has no `-->` and no `<` up to here
 
     def snapshot(self, text: str) -> Snapshot:
         while True:
@@ -193,7 +195,25 @@ class XMLReader:
         amp = text.rfind("&", max(self.body_start, end - 10), end)
         if amp >= 0 and text.find(";", amp, end) < 0:
             end = amp  # maybe an unfinished entity
-        return self.view.update(text, _xml_safe(text, self.view.raw_pos, end), end)
+        start = self.view.raw_pos
+        if self._unclosed_comment(text, start):  # it decodes to nothing, however long it grows
+            return self.view.update(text, start, start)
+        return self.view.update(text, _xml_safe(text, start, end), end)
+
+    def _unclosed_comment(self, text: str, start: int) -> bool:
+        """Whether the undecoded text is one comment not closed yet, with no ``<`` inside
+        (``decode_text`` drops an unclosed comment up to the end); read once per delta."""
+        if not text.startswith(_COMMENT_OPEN, start):
+            return False
+        if self.comment_at != start:
+            self.comment_at, self.comment_scanned = start, start + len(_COMMENT_OPEN)
+        scanned = self.comment_scanned
+        if text.find("-->", max(start + len(_COMMENT_OPEN), scanned - 2)) >= 0:
+            return False
+        if text.find("<", max(start + 1, scanned)) >= 0:
+            return False
+        self.comment_scanned = len(text)
+        return True
 
 
 _CDATA_OPEN = "<![CDATA["

@@ -62,8 +62,10 @@ LONG = 400_000  # characters streamed 4 at a time: 100,000 deltas
         ("json", '{"answer": "' + "lorem \\u00e9 ipsum \\n " * (LONG // 24) + '", "note": "ok"}'),
         ("xml", "<answer>" + "lorem &amp; ipsum " * (LONG // 18) + "</answer><note>ok</note>"),
         ("xml", "<answer>" + "a < b <!-- c --> <![CDATA[d]]> " * (LONG // 32) + "</answer><note>ok</note>"),
+        # a comment left open, with `>` in it: nothing to show until it closes, read once
+        ("xml", "<answer>a <!-- " + "x > y " * (LONG // 6) + "--> b</answer><note>ok</note>"),
     ],
-    ids=["chat", "json", "xml", "xml-with-lt"],
+    ids=["chat", "json", "xml", "xml-with-lt", "xml-open-comment"],
 )
 def test_a_long_stream_printed_by_its_deltas_is_read_once(fmt: str, text: str) -> None:
     parser = streaming.StreamParser(SIG, fmt)
@@ -82,7 +84,8 @@ def test_a_long_stream_printed_by_its_deltas_is_read_once(fmt: str, text: str) -
     consume(parser.finish())
     spent = time.process_time() - t0
     assert all(event.done and "".join(printed[name]) == event.text_so_far for name, event in last.items())
-    assert last["note"].text_so_far == "ok" and len(last["answer"].text_so_far) > LONG // 4
+    assert last["note"].text_so_far == "ok"
+    assert len(last["answer"].text_so_far) > LONG // 4 or last["answer"].text_so_far == "a  b"
     # ~0.3-0.7 s here; re-reading the whole text per delta took minutes (chat ~2 min), and then
     # copying the field's text into every event ~1.5 s (~16 s at 1 MB: quadratic)
     assert spent < 20.0, f"{fmt}: {spent:.1f} s for {LONG:,} characters in 4-character deltas"
