@@ -8,6 +8,10 @@ endpoints, litellm for the rest); ``LM(model, backend=...)`` puts any other unde
 :class:`sigform.testing.ScriptedBackend` answers from a script, the way a mock transport sits
 under a real HTTP client.
 
+A backend may also have ``prepare(req)`` and ``async aprepare(req)``: making what sending ``req``
+needs (clients, sessions) ahead of time. A rate-limited LM calls them before the request books
+its slot, so that the send follows the slot (see :mod:`sigform.lm.rate_limit`).
+
 A backend raises what its transport raises (mapped to sigform errors by the LM) or a
 :class:`~sigform.errors.LMError`, which counts as the provider's failure (retried when retryable).
 """

@@ -61,6 +61,11 @@ class ClientPool:
                 done += self._retire(self._slots.popitem(last=False)[1])
             return fresh, done
 
+    def holds(self, slot: Hashable) -> bool:
+        """Whether the slot has a client (made for its latest identity)."""
+        with self._lock:
+            return slot in self._slots
+
     def release(self, lease: Lease) -> Any | None:
         """Hand ``lease`` back; its client if it was retired and this was its last user."""
         with self._lock:

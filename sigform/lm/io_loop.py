@@ -22,7 +22,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["in_io_thread", "run_in_io_loop"]
+__all__ = ["in_io_thread", "io_loop", "run_in_io_loop"]
 
 T = TypeVar("T")
 _SHUTDOWN_S = 5.0  # how long exit waits for the loop's clients to close
@@ -42,6 +42,11 @@ def run_in_io_loop(coro: Coroutine[Any, Any, T]) -> T:
     except BaseException:
         future.cancel()
         raise
+
+
+def io_loop() -> asyncio.AbstractEventLoop:
+    """The background loop (started if it is not running yet)."""
+    return _io_loop()
 
 
 def in_io_thread() -> bool:

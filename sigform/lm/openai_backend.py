@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from sigform.lm.client_pool import ClientPool, Lease
-from sigform.lm.io_loop import in_io_thread, run_in_io_loop
+from sigform.lm.io_loop import in_io_thread, io_loop, run_in_io_loop
 from sigform.lm.request import Request
 from sigform.lm.response import chunk_not_json, parse_body
 from sigform.lm.sdk_clients import async_client, sync_client
@@ -55,6 +55,31 @@ def request_model_name(model: str) -> str:
 
 # a request's client slot, resolved identity, endpoint, key and extra client arguments
 _Identity = tuple[tuple[Any, ...], tuple[Any, ...], str | None, str, dict[str, Any]]
+
+
+def _base(req: Request) -> str | None:
+    return req.api_base or _DEFAULT_BASES.get(req.provider)
+
+
+def _organization(req: Request) -> list[tuple[str, Any]]:
+    """The request's ``organization`` / ``project`` credentials that are set."""
+    found = ((name, req.connection.get(name)) for name in ("organization", "project"))
+    return [(name, cred) for name, cred in found if cred is not None]
+
+
+def _origins(req: Request) -> list[tuple[str, Any]]:
+    return [(name, cred.origin()) for name, cred in _organization(req)]
+
+
+def _known_slot(req: Request) -> tuple[Any, ...]:
+    """The request's client slot as far as it is known without resolving a credential (a key
+    that resolves to nothing falls back to ``OPENAI_API_KEY`` and another slot: then a client is
+    made that need not be, never the other way round)."""
+    if req.api_key is not None:
+        origin = req.api_key.origin()
+    else:
+        origin = ("env", "OPENAI_API_KEY") if req.provider == "openai" else ("none",)
+    return (_base(req), origin, *_origins(req))
 
 
 class OpenAIBackend:
@@ -84,16 +109,10 @@ class OpenAIBackend:
             key, origin = None, ("none",)
         if not key and req.provider == "openai":
             key, origin = os.environ.get("OPENAI_API_KEY"), ("env", "OPENAI_API_KEY")
-        base = req.api_base or _DEFAULT_BASES.get(req.provider)
-        extra: dict[str, Any] = {}
-        origins: list[Any] = []
-        for name in ("organization", "project"):
-            cred = req.connection.get(name)
-            if cred is not None:
-                extra[name] = cred.get()
-                origins.append((name, cred.origin()))
+        base = _base(req)
+        extra = {name: cred.get() for name, cred in _organization(req)}
         key = key or _PLACEHOLDER_KEY
-        slot = (base, origin, *origins)
+        slot = (base, origin, *_origins(req))
         ident = (base, key, *sorted(extra.items()))
         return slot, ident, base, key, extra
 
@@ -145,6 +164,33 @@ class OpenAIBackend:
         done = pool.release(lease)
         if done is not None:
             await _close_async(done)
+
+    # -- before a rate limiter's slot --------------------------------------------------------
+
+    def prepare(self, req: Request) -> None:
+        """Make the clients ``req`` may be sent with before it books a rate limiter's slot: the
+        sync client, and the I/O loop's async one that sends sync requests made while another is
+        in flight. A cold client (the SDK's import, a TLS context, a session, the request
+        template) made after the slot would send the request late, together with the next slot's
+        (see :mod:`sigform.lm.rate_limit`). Warm clients cost a lookup."""
+        slot = _known_slot(req)
+        if not self._sync.holds(slot):
+            lease = self._lease(req)
+            _direct_for(lease.client)
+            self._release(lease)
+        if not in_io_thread():
+            pool = self._async.get(io_loop())
+            if pool is None or not pool.holds(slot):
+                run_in_io_loop(self.aprepare(req))
+
+    async def aprepare(self, req: Request) -> None:
+        """:meth:`prepare` for an async request: this loop's client."""
+        pool = self._async.get(asyncio.get_running_loop())
+        if pool is not None and pool.holds(_known_slot(req)):
+            return
+        pool, lease = await self._alease(req)
+        _direct_for(lease.client)
+        await self._arelease(pool, lease)
 
     # -- calls -----------------------------------------------------------------------------
 

@@ -19,7 +19,10 @@ A caller that wakes up late for its slot (a blocked event loop, a starved thread
 one instead of sending, so late sleepers never go out together as a burst.
 
 The limit applies where requests leave: the LM wraps its route's backend (:func:`limited_route`),
-so retries, ``n`` top-ups and streams are counted and cache hits are not.
+so retries, ``n`` top-ups and streams are counted and cache hits are not. A backend with
+``prepare(req)`` / ``async aprepare(req)`` (the openai SDK one) makes what sending needs -- its
+clients -- before the request books its slot, so a cold client does not make a request leave
+after its slot, bunched with the next one.
 """
 
 from __future__ import annotations
@@ -239,11 +242,17 @@ class _LimitedBackend:
             raise
 
     def _turn(self, req: Request) -> None:
+        prepare: Callable[[Request], None] | None = getattr(self.inner, "prepare", None)
+        if prepare is not None:
+            prepare(req)  # a cold client is made before the slot, not between the slot and the send
         tokens = estimate_tokens(req)
         while _late(self.limiter.reserve(1, tokens), time.sleep):
             pass
 
     async def _aturn(self, req: Request) -> None:
+        aprepare: Callable[[Request], Awaitable[None]] | None = getattr(self.inner, "aprepare", None)
+        if aprepare is not None:
+            await aprepare(req)
         tokens = estimate_tokens(req)
         while True:
             wait = await _areserve(self.limiter, tokens)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 import warnings
 from typing import Any
 
@@ -133,9 +135,7 @@ def test_concurrent_calls_hold_the_limit_at_the_server(mode: str) -> None:
                 return program.batch(examples, num_threads=8, progress=False, max_errors=0)
             return asyncio.run(program.abatch(examples, concurrency=8, progress=False, max_errors=0))
 
-        run()  # warm: a cold client is built after its request's slot, so its request goes late
-        fake.requests.clear()
-        out = run()
+        out = run()  # cold clients included: they are made before their request's slot
         fake.check()
         arrivals = [r.received for r in fake.requests]
     assert [p.y for p in out] == [1] * 16
@@ -144,6 +144,55 @@ def test_concurrent_calls_hold_the_limit_at_the_server(mode: str) -> None:
     # between its slot and the send may bunch with the next: +2)
     assert max_in_window(arrivals, 1.0) <= 20 + 3, arrivals
     assert arrivals[-1] - arrivals[0] >= 15 * 0.05 * 0.8  # without the limit all 16 go at once
+
+
+@pytest.mark.parametrize("mode", ["threads", "async"])
+def test_a_cold_client_is_made_before_its_request_takes_a_slot(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sigform.lm import openai_backend
+
+    def slow(make: Any) -> Any:
+        def build(**options: Any) -> Any:
+            time.sleep(0.3)  # what the SDK's import, a TLS context or a session can cost when cold
+            return make(**options)
+
+        return build
+
+    monkeypatch.setattr(openai_backend, "sync_client", slow(openai_backend.sync_client))
+    monkeypatch.setattr(openai_backend, "async_client", slow(openai_backend.async_client))
+    with OpenAIChatFake(default=Reply(chat(y="1"))) as fake:  # a new endpoint: no client for it yet
+        program = sf.Predict("x: int -> y: int", lm=lm_for(fake, rpm=600))  # one request every 0.1 s
+        examples = [{"x": i} for i in range(6)]
+        if mode == "threads":
+            program.batch(examples, num_threads=6, progress=False, max_errors=0)
+        else:
+            asyncio.run(program.abatch(examples, concurrency=6, progress=False, max_errors=0))
+        fake.check()
+        arrivals = sorted(r.received for r in fake.requests)
+    # a client made after the slot sends its request late, together with a later slot's request
+    gaps = [round(b - a, 3) for a, b in itertools.pairwise(arrivals)]
+    assert len(arrivals) == 6 and max_in_window(arrivals, 0.05) == 1, gaps
+
+
+def test_making_clients_ahead_resolves_a_callable_key_only_for_a_cold_client() -> None:
+    def resolutions(**limits: Any) -> int:
+        count = 0
+
+        def key() -> str:
+            nonlocal count
+            count += 1
+            return "sk-rotating"
+
+        with OpenAIChatFake(default=Reply("hi")) as fake:  # a new endpoint each time: cold clients
+            lm = sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base, api_key=key, cache=False, **limits)
+            for i in range(6):
+                lm(f"q{i}")
+        return count
+
+    # the warm check goes by where the key comes from, not its value: the callable is not called
+    # again for every request, only when clients are made (the sync one and the I/O loop's)
+    assert resolutions(rpm=60_000) - resolutions() <= 2
 
 
 def test_a_429_with_retry_after_slows_every_lm_of_the_model() -> None:
