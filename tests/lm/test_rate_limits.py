@@ -154,7 +154,7 @@ def test_a_cold_client_is_made_before_its_request_takes_a_slot(
 
     def slow(make: Any) -> Any:
         def build(**options: Any) -> Any:
-            time.sleep(0.3)  # what the SDK's import, a TLS context or a session can cost when cold
+            time.sleep(0.61)  # what the SDK's import, a TLS context or a session can cost when cold
             return make(**options)
 
         return build
@@ -162,7 +162,7 @@ def test_a_cold_client_is_made_before_its_request_takes_a_slot(
     monkeypatch.setattr(openai_backend, "sync_client", slow(openai_backend.sync_client))
     monkeypatch.setattr(openai_backend, "async_client", slow(openai_backend.async_client))
     with OpenAIChatFake(default=Reply(chat(y="1"))) as fake:  # a new endpoint: no client for it yet
-        program = sf.Predict("x: int -> y: int", lm=lm_for(fake, rpm=600))  # one request every 0.1 s
+        program = sf.Predict("x: int -> y: int", lm=lm_for(fake, rpm=300))  # one request every 0.2 s
         examples = [{"x": i} for i in range(6)]
         if mode == "threads":
             program.batch(examples, num_threads=6, progress=False, max_errors=0)
@@ -170,9 +170,11 @@ def test_a_cold_client_is_made_before_its_request_takes_a_slot(
             asyncio.run(program.abatch(examples, concurrency=6, progress=False, max_errors=0))
         fake.check()
         arrivals = sorted(r.received for r in fake.requests)
-    # a client made after the slot sends its request late, together with a later slot's request
+    # a client made after its slot (0.61 s: just after the fourth slot) sends its request late,
+    # together with a later slot's request; made before, the requests keep their 0.2 s spacing
+    # (half of it is the margin for a stalled send on a busy machine)
     gaps = [round(b - a, 3) for a, b in itertools.pairwise(arrivals)]
-    assert len(arrivals) == 6 and max_in_window(arrivals, 0.05) == 1, gaps
+    assert len(arrivals) == 6 and min(gaps) >= 0.1, gaps
 
 
 def test_making_clients_ahead_resolves_a_callable_key_only_for_a_cold_client() -> None:
