@@ -138,3 +138,42 @@ def test_importing_a_module_that_imports_from_a_lazy_package_right_after_buildin
         except subprocess.TimeoutExpired:
             pytest.fail("importing sigform.predict.predict beside the warm-up hung for 60 s")
         assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr[-2000:]
+
+
+def test_the_warm_up_emits_no_event_to_the_users_callbacks() -> None:
+    code = (
+        "import json, threading\n"
+        "import sigform as sf\n"
+        "from sigform import hooks\n"
+        "seen = []\n"
+        "class Spy(hooks.Callback):\n"
+        "    def on_format(self, event): seen.append('format')\n"
+        "    def on_parse(self, event): seen.append('parse')\n"
+        "hooks.register(Spy())\n"
+        "lm = sf.LM('anthropic/claude-3-5-haiku-latest', api_key='sk-test-0000')\n"
+        "for thread in threading.enumerate():\n"
+        "    if thread.name == 'sigform-warmup':\n"
+        "        thread.join(60)\n"
+        "import sys\n"
+        "print(json.dumps({'seen': seen, 'warmed': 'sigform.adapters.chat' in sys.modules}))\n"
+    )
+    assert _fresh(code) == {"seen": [], "warmed": True}
+
+
+def test_muted_hides_events_only_inside_its_block() -> None:
+    from sigform import hooks
+
+    seen: list[str] = []
+
+    class Spy:
+        def on_format(self, event: object) -> None:
+            seen.append("format")
+
+    spy = Spy()
+    signature = sf.make_signature("question -> answer")
+    with sf.context(callbacks=[spy]):
+        with hooks.muted():
+            sf.ChatAdapter().format(signature, [], {"question": "?"})
+        assert seen == []
+        sf.ChatAdapter().format(signature, [], {"question": "?"})
+    assert seen == ["format"]
