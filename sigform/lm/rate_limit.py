@@ -14,7 +14,8 @@ characters / 4 plus the output limit (``max_tokens``) times the candidates asked
 
 A provider's 429 with ``Retry-After`` seen by one call pauses the whole limiter
 (:meth:`RateLimiter.report_retry_after`): no request starts before that time, from any caller
-sharing it. Requests already waiting for a slot booked before the 429 still go at their time.
+sharing it (at most :data:`MAX_PAUSE`, 60 s, the retry policy's cap on Retry-After). Requests
+already waiting for a slot booked before the 429 still go at their time.
 A caller that wakes up late for its slot (a blocked event loop, a starved thread) books a new
 one instead of sending, so late sleepers never go out together as a burst.
 
@@ -36,6 +37,8 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from sigform.lm.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from sigform.lm.model import LM
@@ -145,7 +148,7 @@ class TokenBucket:
         if not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds <= 0:
             return
         with self._lock:
-            self._paused_until = max(self._paused_until, self._clock() + float(seconds))
+            self._paused_until = max(self._paused_until, self._clock() + min(float(seconds), MAX_PAUSE))
 
     def __repr__(self) -> str:
         return f"TokenBucket(rpm={self.rpm}, tpm={self.tpm})"
@@ -155,6 +158,10 @@ class TokenBucket:
         # for one limit across processes use sigform.ray's shared limiter
         return (TokenBucket, (self.rpm, self.tpm))
 
+
+# the longest pause a provider's Retry-After imposes (the retry policy's own cap): a server or
+# proxy answering "retry after 1,000 days" would otherwise hang every later call sharing the bucket
+MAX_PAUSE = RetryPolicy.max_retry_after
 
 # LMs for the same model and endpoint with the same limits share one bucket in a process
 _buckets: weakref.WeakValueDictionary[tuple[Any, ...], TokenBucket] = weakref.WeakValueDictionary()
@@ -189,10 +196,12 @@ def estimate_tokens(req: Request) -> int:
 
 
 def _retry_after_429(exc: BaseException) -> float | None:
+    """A 429's Retry-After, capped at :data:`MAX_PAUSE` (None for anything else)."""
     from sigform.lm.errors_map import retry_after_of
 
     status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
-    return retry_after_of(exc) if status == 429 else None
+    seconds = retry_after_of(exc) if status == 429 else None
+    return None if seconds is None else min(seconds, MAX_PAUSE)
 
 
 async def _areserve(limiter: RateLimiter, tokens: int) -> float:

@@ -209,6 +209,20 @@ def test_a_429_with_retry_after_slows_every_lm_of_the_model() -> None:
     assert arrivals[1] - arrivals[0] >= 0.9  # the second LM waited out the first one's 429
 
 
+def test_a_retry_after_of_a_thousand_days_pauses_at_most_the_retry_policys_cap() -> None:
+    clock = Clock()
+    bucket = TokenBucket(rpm=6000, clock=clock)
+    bucket.report_retry_after(86_400_000)  # a broken server or proxy
+    assert bucket.reserve() == pytest.approx(60.0)  # not 1,000 days for every later call
+    with OpenAIChatFake(ErrorReply(429, retry_after=86_400_000), default=Reply("ok")) as fake:
+        lm = lm_for(fake, rpm=61_000, num_retries=0)
+        with pytest.raises(RateLimitError):
+            lm("a")
+        limiter = limiter_of(lm)
+        assert isinstance(limiter, TokenBucket)
+        assert limiter.reserve() <= 60.0
+
+
 # -- saved with the LM -----------------------------------------------------------------------------
 
 
