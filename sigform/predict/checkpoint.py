@@ -23,7 +23,8 @@ dropped. Restored results carry their outputs, not the raw LM text or usage of t
 
 Format: the first line is ``{"format": "sigform.checkpoint", "version": 1, "program": <digest>}``;
 every other line is ``{"key": <hex>, "output": {field: value, ...}}`` (or ``"value"`` for a
-program that returns a plain JSON value instead of a prediction).
+program that returns a plain JSON value instead of a prediction). A Predict's rows must hold
+exactly its signature's output fields: a row with other fields, or a plain value, is an error.
 """
 
 from __future__ import annotations
@@ -102,11 +103,22 @@ def _declared_outputs(program: Any) -> dict[str, Any]:
     return {k: v for k, v in found.items() if k not in clashing}
 
 
+def _exact_outputs(program: Any) -> tuple[str, ...] | None:
+    """The output names every result of ``program`` has: a Predict's (ChainOfThought included)
+    returns a prediction of exactly its signature's outputs; other programs return what they like."""
+    from sigform.predict.predict import Predict  # deferred: predict's module imports batch
+
+    if isinstance(program, Predict):
+        return tuple(program.signature.output_fields)
+    return None
+
+
 class _Codec:
     """Outputs to JSON and back, by the declared field types (JSON values as they are without one)."""
 
-    def __init__(self, declared: Mapping[str, Any]) -> None:
+    def __init__(self, declared: Mapping[str, Any], exact: tuple[str, ...] | None = None) -> None:
         self.declared = declared
+        self.exact = exact  # the output names every result has (a Predict's), when known
         self._adapters: dict[str, Any] = {}
 
     def _adapter(self, name: str) -> Any:
@@ -147,11 +159,16 @@ class _Codec:
         return data, self.decode_field(name, data)
 
     def decode(self, entry: Mapping[str, Any], where: str) -> Any:
-        if "value" in entry:
+        if "value" in entry and self.exact is None:
             return entry["value"]
         output = entry.get("output")
         if not isinstance(output, Mapping):
             raise CheckpointError(f"{where}: a row needs an 'output' object")
+        if self.exact is not None and set(output) != set(self.exact):
+            raise CheckpointError(
+                f"{where}: the row's fields {sorted(map(str, output))} are not the program's outputs "
+                f"{list(self.exact)}; was the file written by another program, or edited?"
+            )
         values = {}
         for name, value in output.items():
             try:
@@ -176,7 +193,7 @@ class Checkpoint:
         program elsewhere passes the digest its driver computed)."""
         self.path = Path(path)
         self.digest = digest if digest is not None else program_digest(program)
-        self._codec = _Codec(_declared_outputs(program))
+        self._codec = _Codec(_declared_outputs(program), _exact_outputs(program))
         self._rows: dict[str, Mapping[str, Any]] = {}
         self._lock = threading.Lock()
         self._warned: set[str] = set()

@@ -120,6 +120,15 @@ def test_foreign_files_get_a_clear_error(tmp_path: Path, content: bytes, message
             assert fake.requests == []
 
 
+def _output(row: bytes) -> dict[str, Any]:
+    return dict(json.loads(row)["output"])
+
+
+def _with(row: bytes, **entry: Any) -> bytes:
+    """``row`` with its key kept and its body replaced by ``entry``."""
+    return json.dumps({"key": json.loads(row)["key"], **entry}).encode() + b"\n"
+
+
 def _written(fake: OpenAIChatFake, tmp_path: Path) -> tuple[Path, list[bytes]]:
     path = tmp_path / "run.jsonl"
     program_for(fake).batch([{"x": 1}, {"x": 2}], checkpoint=path, progress=False)
@@ -134,6 +143,10 @@ def _written(fake: OpenAIChatFake, tmp_path: Path) -> tuple[Path, list[bytes]]:
         (lambda row: row.replace(b'"output"', b'"outputs"'), "line 2: a row needs an 'output'"),
         (lambda row: row.replace(b'"2024-01-02"', b'"next tuesday"'), "field 'when' does not fit"),
         (lambda row: row.replace(b'"width":1', b'"width":{"__class__":"os.system"}'), "field 'box'"),
+        # a Predict's rows hold exactly its outputs: not a plain value, no missing or extra field
+        (lambda row: _with(row, value="not a prediction"), "line 2: a row needs an 'output'"),
+        (lambda row: _with(row, output={}), r"line 2: the row's fields \[\] are not the program's outputs"),
+        (lambda row: _with(row, output={**_output(row), "extra": "injected"}), "not the program's outputs"),
     ],
 )
 def test_a_damaged_row_is_an_error_naming_the_line(tmp_path: Path, damage: Any, message: str) -> None:
