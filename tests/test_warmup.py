@@ -177,3 +177,26 @@ def test_muted_hides_events_only_inside_its_block() -> None:
         assert seen == []
         sf.ChatAdapter().format(signature, [], {"question": "?"})
     assert seen == ["format"]
+
+
+def test_a_first_call_with_no_lm_or_adapter_configured_does_not_wait_on_itself() -> None:
+    # the README's first example: no LM, no adapter. The call builds the default LM, which starts
+    # the warm-up, then the default adapter under the defaults' lock; the warm-up builds that same
+    # adapter. Holding the lock while waiting for the warm-up hung the call for good. The task is
+    # delayed so the call reaches the lock first, as a real first call does (building sf.LM()
+    # takes far less than the warm-up's imports).
+    code = (
+        "import time\n"
+        "import sigform as sf\n"
+        "from sigform import warmup\n"
+        "from sigform.predict import predict\n"
+        "from sigform.testing import ScriptedBackend\n"
+        "call_path = warmup._tasks[warmup.CALL_PATH]\n"
+        "warmup.register(warmup.CALL_PATH, lambda: (time.sleep(0.5), call_path()))\n"
+        "answer = '[[ ## answer ## ]]\\n4\\n[[ ## completed ## ]]'\n"
+        "predict.default_lm = lambda: sf.LM('openai/gpt-4o-mini', backend=ScriptedBackend([answer]),"
+        " cache=False)\n"
+        "print(sf.Predict('question -> answer')(question='2+2?').answer)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (out.returncode, out.stdout.strip(), out.stderr.strip()) == (0, "4", "")

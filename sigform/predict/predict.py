@@ -51,10 +51,12 @@ def default_lm() -> Any:
     """The process-wide fallback LM: ``sigform.LM()`` (the embedded local model), created once."""
     global _default_lm
     if _default_lm is None:
+        # imported before taking the lock: a lazy import waits for the warm-up, which takes the
+        # same lock to build the default adapter (waiting while holding it never returned)
+        from sigform.lm import LM
+
         with _defaults_lock:
             if _default_lm is None:
-                from sigform.lm import LM
-
                 _default_lm = LM()
     return _default_lm
 
@@ -64,10 +66,10 @@ def default_adapter() -> Any:
     the LM constrains decoding, chat sections elsewhere)."""
     global _default_adapter
     if _default_adapter is None:
+        from sigform.adapters import AutoAdapter  # before the lock, as in default_lm
+
         with _defaults_lock:
             if _default_adapter is None:
-                from sigform.adapters import AutoAdapter
-
                 _default_adapter = AutoAdapter()
     return _default_adapter
 
