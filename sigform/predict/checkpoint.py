@@ -201,6 +201,11 @@ class Checkpoint:
 
     # -- reading ---------------------------------------------------------------------------
     def _open(self) -> BinaryIO:
+        if self.path.is_dir():  # else a bare IsADirectoryError: checkpoint="finished/" is Ray's form
+            raise CheckpointError(
+                f"{self.path}: is a folder; batch() takes a checkpoint file, e.g. "
+                f"checkpoint={str(self.path / 'run.jsonl')!r} (a folder is sigform.ray.map_program's form)"
+            )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists() or self.path.stat().st_size == 0:
             fresh: BinaryIO = open(self.path, "ab")  # noqa: SIM115 (kept open for appends)

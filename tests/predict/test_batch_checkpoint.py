@@ -120,6 +120,17 @@ def test_foreign_files_get_a_clear_error(tmp_path: Path, content: bytes, message
             assert fake.requests == []
 
 
+def test_a_folder_as_checkpoint_names_the_file_to_give_instead(tmp_path: Path) -> None:
+    # checkpoint="finished/" is map_program's form; batch() got a bare IsADirectoryError
+    folder = tmp_path / "finished"
+    folder.mkdir()
+    with OpenAIChatFake(responder=report_reply) as fake:
+        with pytest.raises(CheckpointError, match=r"is a folder; batch\(\) takes a checkpoint file"):
+            program_for(fake).batch([{"x": 1}], checkpoint=folder, progress=False)
+        assert fake.requests == []
+    assert list(folder.iterdir()) == []
+
+
 def _output(row: bytes) -> dict[str, Any]:
     return dict(json.loads(row)["output"])
 
