@@ -19,6 +19,13 @@ importing this package does.
 
 from __future__ import annotations
 
+import importlib.util
+
+# found, not imported (that costs seconds): without this, the first Ray call of a run raised a
+# bare "No module named 'ray'" from deep inside map_program or RunTally
+if importlib.util.find_spec("ray") is None:
+    raise ModuleNotFoundError('sigform.ray needs Ray: pip install "sigform[ray]"', name="ray")
+
 from sigform.ray.limits import SharedRateLimit, shared_limit
 from sigform.ray.run import RunTally, map_program
 
