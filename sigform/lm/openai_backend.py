@@ -96,6 +96,17 @@ class OpenAIBackend:
         self._sync_in_flight = 0  # sync requests being sent (more than one: the I/O loop sends)
         self._count_lock = threading.Lock()
         atexit.register(_close_sync_at_exit, weakref.ref(self))
+        _backends.add(self)
+
+    def _forget_clients(self) -> list[Any]:
+        """Start again with no client and no held lock (in a forked child); the old pools."""
+        old = [self._sync, self._async]
+        self._sync = ClientPool(MAX_CLIENTS)
+        self._async = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self._count_lock = threading.Lock()
+        self._sync_in_flight = 0
+        return old
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -486,6 +497,21 @@ def _close_sync_at_exit(ref: weakref.ReferenceType[OpenAIBackend]) -> None:
 
 
 _backend: OpenAIBackend | None = None
+_backends: weakref.WeakSet[OpenAIBackend] = weakref.WeakSet()
+_inherited: list[Any] = []  # a forked child's copies of its parent's pools: never used, never closed
+
+
+def _forget_clients_in_child() -> None:
+    # a forked child holds its parent's keep-alive connections: requests sent on one socket by
+    # both processes get each other's responses (a child read another child's answer as its
+    # own). The child makes its own clients; the copies are kept unclosed (closing one could end
+    # the parent's TLS session) and unreferenced by any pool
+    for backend in list(_backends):
+        _inherited.extend(backend._forget_clients())
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_clients_in_child)
 
 
 def get_backend() -> OpenAIBackend:
