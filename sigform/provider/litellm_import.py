@@ -14,6 +14,7 @@ __all__ = ["import_litellm"]
 
 _import_lock = threading.Lock()
 _litellm: Any = None
+_inherited: list[Any] = []  # a forked child's copies of its parent's litellm clients: never used
 
 
 def import_litellm() -> Any:
@@ -30,3 +31,18 @@ def import_litellm() -> Any:
                 litellm.drop_params = False  # sigform drops (with a warning) what does not apply
                 _litellm = litellm
     return _litellm
+
+
+def _forget_clients_in_child() -> None:
+    # litellm keeps its SDK clients (and their keep-alive connections) in one cache: children
+    # forked after a call sent on the parent's socket and read each other's answers. A child
+    # starts with an empty cache; the copies stay unused and unclosed (as in the fast path)
+    litellm = _litellm
+    cache = None if litellm is None else litellm.__dict__.get("in_memory_llm_clients_cache")
+    if cache is not None:
+        _inherited.append(cache)
+        litellm.in_memory_llm_clients_cache = type(cache)()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_clients_in_child)

@@ -1,4 +1,4 @@
-"""A process forked after a fast-path call makes its own connections: the parent's keep-alive
+"""A process forked after a call makes its own connections (fast path and litellm): the parent's keep-alive
 socket, inherited by every child, once carried several children's requests and each read
 whichever response came first (a child returned another child's answer as its own)."""
 
@@ -25,10 +25,11 @@ def _echo(request: Any) -> Reply:
     return Reply(json.dumps({"answer": word}))
 
 
-def test_children_forked_after_a_call_each_get_their_own_answer() -> None:
+@pytest.mark.parametrize("fast_path", [True, False], ids=["fast_path", "litellm"])
+def test_children_forked_after_a_call_each_get_their_own_answer(fast_path: bool) -> None:
     with OpenAIChatFake(responder=_echo) as fake:
         lm = sf.LM("openai/gpt-4o-mini", api_base=fake.api_base, api_key="sk-test", cache=False,
-                   num_retries=0, timeout=20)
+                   num_retries=0, timeout=20, fast_path=fast_path)
         program = sf.Predict("question -> answer", lm=lm, adapter=sf.JSONAdapter())
         assert program(question="parent").answer == "parent"  # the parent's client is now pooled
 
