@@ -21,11 +21,15 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 from sigform.probes import probe
 
 __all__ = ["CALL_PATH", "register", "start", "wait"]
+
+# a warm-up that loads no new module for this long is not waited for any longer (see wait())
+STALLED = 2.0
 
 CALL_PATH = "the call path"  # registered by the root package: it lives above this layer
 
@@ -60,14 +64,29 @@ def wait() -> None:
     Not from inside an import: the thread importing a module holds that module's lock, and the
     warm-up may be waiting for it (``from sigform.predict.predict import Predict`` right after
     building an LM), so joining there would hang both threads. Such a caller imports beside the
-    warm-up, under Python's own import locks."""
+    warm-up, under Python's own import locks. Nor for ever: a warm-up that stops loading modules
+    for :data:`STALLED` seconds may be waiting for a lock the caller holds, and the caller goes on."""
     if not _threads or _inside_import():
         return
     for thread in list(_threads):  # every caller joins: none may import beside a running task
         if thread is not threading.current_thread():
-            thread.join()
+            _join_while_loading(thread)
     with _lock:
         _threads[:] = [thread for thread in _threads if thread.is_alive()]
+
+
+def _join_while_loading(thread: threading.Thread) -> None:
+    """Join ``thread`` while it keeps loading modules. After :data:`STALLED` seconds with no new
+    module it may be waiting for a lock this thread holds (a deadlock a plain join would make
+    permanent), so the caller goes on and imports beside it, as it would without a warm-up."""
+    loaded, since = len(sys.modules), time.monotonic()
+    while thread.is_alive():
+        thread.join(0.05)
+        now = time.monotonic()
+        if len(sys.modules) != loaded:
+            loaded, since = len(sys.modules), now
+        elif now - since > STALLED:
+            return
 
 
 def _inside_import() -> bool:

@@ -200,3 +200,28 @@ def test_a_first_call_with_no_lm_or_adapter_configured_does_not_wait_on_itself()
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert (out.returncode, out.stdout.strip(), out.stderr.strip()) == (0, "4", "")
+
+
+def test_a_warm_up_waiting_for_a_lock_the_caller_holds_is_not_waited_for_ever() -> None:
+    held = threading.Lock()
+    got_it: list[bool] = []
+
+    def task_needing_the_lock() -> None:
+        with held:
+            got_it.append(True)
+
+    returned = threading.Event()
+
+    def caller() -> None:
+        with held:  # e.g. a library lock taken before the first call
+            warmup.register("test: task needing a held lock", task_needing_the_lock)
+            warmup.start("test: task needing a held lock")
+            warmup.wait()  # a plain join would wait for a task that waits for us
+            returned.set()
+
+    thread = threading.Thread(target=caller, daemon=True)
+    thread.start()
+    assert returned.wait(warmup.STALLED + 30), "wait() joined a warm-up that waits for the caller"
+    thread.join(30)
+    warmup.wait()
+    assert got_it == [True]  # the task finished once the caller let go
