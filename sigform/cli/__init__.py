@@ -30,11 +30,16 @@ def _parser() -> argparse.ArgumentParser:
             "few-shot program, compare them with the labels and print accuracy, tokens and time."
         ),
     )
-    demo.add_argument("--adapter", choices=["auto", "chat", "json", "xml", "two-step"], default="auto")
+    demo.add_argument(
+        "--adapter", choices=["auto", "chat", "json", "xml", "two-step"], default="auto",
+        help="how the model is asked to answer (default: auto, grammar-constrained JSON where the "
+        "model allows it, else chat sections)",
+    )
     demo.add_argument("--model", default="local", help="any litellm model name (default: the embedded model)")
     demo.add_argument("--show-prompt", action="store_true", help="print the exact messages of one call")
-    demo.add_argument("--limit", type=_positive, default=None, help="run only the first N examples")
-    demo.add_argument("--threads", type=_positive, default=1, help="examples in flight at once")
+    demo.add_argument("--limit", type=_positive, default=None,
+                      help="run only the first N examples (default: all)")
+    demo.add_argument("--threads", type=_positive, default=1, help="examples in flight at once (default: 1)")
     return parser
 
 

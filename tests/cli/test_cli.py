@@ -175,3 +175,14 @@ def test_without_the_local_extra_the_demo_fails_in_one_line_naming_the_install(
     assert reason.startswith("sigform demo: no example could be answered: 2 failed (2 infrastructure); ")
     assert "needs the `local` extra" in reason and "pip install 'sigform[local]'" in reason
     assert "failed examples: 2 (infrastructure 2)" in out
+
+
+def test_every_demo_option_has_help_saying_its_default(capsys: pytest.CaptureFixture[str]) -> None:
+    from sigform.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for option, says in [("--adapter", "(default: auto"), ("--model", "(default: the embedded model)"),
+                         ("--limit", "(default: all)"), ("--threads", "(default: 1)")]:
+        assert re.search(re.escape(option) + r"[^-]*?" + re.escape(says), shown), (option, shown)
