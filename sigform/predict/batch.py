@@ -220,6 +220,7 @@ def run_batch(
     with BatchProgress(len(todo), enabled=progress_wanted(progress) and bool(todo)) as bar:
         collector = _Collector(items, limit, bar, resumed)
         pending: dict[Future[_Outcome | None], int] = {}
+        interrupted = False
         try:
             for index in todo:
                 inputs = items[index][1]
@@ -234,11 +235,16 @@ def run_batch(
                     index = pending.pop(future)
                     if collector.add(index, future.result()):
                         raise collector.abort()
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
         finally:
             for future in pending:
                 future.cancel()
             if owned:
-                pool.shutdown(wait=True, cancel_futures=True)
+                # Ctrl-C: back to the caller now; the requests in flight end in their threads
+                # and their results are dropped (waiting took up to the LM's timeout)
+                pool.shutdown(wait=not interrupted, cancel_futures=True)
             if resumed is not None:
                 resumed.close()
     return collector.finish(return_failures)
