@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from types import FrameType
 
 from sigform.probes import probe
 
@@ -90,7 +91,7 @@ def _join_while_loading(thread: threading.Thread) -> None:
 
 
 def _inside_import() -> bool:
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
             return True

@@ -173,7 +173,9 @@ def test_a_killed_ray_run_resumes_with_exactly_one_result_per_row(
         shutil.rmtree(ray_dir, ignore_errors=True)
 
     note = f"seed {seed}: killed after {kill_after} rows, {len(finished_before)} recorded when Ray was gone"
-    assert len(finished_before) >= kill_after and len(asked_before) < n, note  # a run cut short
+    # a run cut short: rows were left unfinished (its workers may still have *sent* every row in
+    # the second they outlive the driver - the fake records those requests and answers none)
+    assert kill_after <= len(finished_before) < n, note
     out = sorted(json.loads((tmp_path / "second.json").read_text()), key=lambda row: row["id"])
     assert [row["id"] for row in out] == list(range(n)), note  # exactly one result per input row
     plan = column_plan(program, None, "error")
