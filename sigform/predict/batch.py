@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import sys
 import threading
+import warnings
 from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, as_completed
 from dataclasses import dataclass
@@ -31,7 +33,7 @@ from sigform.settings import get_setting
 if TYPE_CHECKING:
     from sigform.predict.checkpoint import ResumedRun
 
-__all__ = ["BatchError", "Failure", "run_abatch", "run_batch", "worker_count"]
+__all__ = ["BatchError", "BatchFailureWarning", "Failure", "run_abatch", "run_batch", "worker_count"]
 
 logger = logging.getLogger("sigform.predict")
 
@@ -48,6 +50,11 @@ class Failure:
 
     def __str__(self) -> str:
         return f"#{self.index}: {type(self.error).__name__}: {shorten(str(self.error), 200)}"
+
+
+class BatchFailureWarning(UserWarning):
+    """Examples of a batch failed and came back as ``None`` (the caller did not ask for the
+    failures with ``return_failures=True``)."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,30 @@ class _Collector:
         failures = sorted(self.failures, key=lambda f: f.index)
         if failures:
             logger.warning("batch: %d of %d examples failed", len(failures), len(self.items))
+            if not return_failures:  # the log has no handler unless the application adds one
+                warnings.warn(
+                    BatchFailureWarning(
+                        f"{len(failures)} of {len(self.items)} examples failed and came back as None "
+                        f"(first: {failures[0]}); pass return_failures=True to get every failure "
+                        "with its error, or max_errors= to stop a run that keeps failing"
+                    ),
+                    stacklevel=_outside_sigform(),
+                )
         return (self.results, failures) if return_failures else self.results
+
+
+# frames a warning skips on its way to the user's line: sigform's own, and asyncio's (abatch
+# finishes in a task step)
+_INTERNAL = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(asyncio.__file__))
+
+
+def _outside_sigform() -> int:
+    """The ``stacklevel`` that points a warning at the first caller outside sigform (the user's
+    ``batch`` line, however deep the sync or async path is)."""
+    frame, level = sys._getframe(2), 2  # the frame of the warn() caller's caller is level 2
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _resumed(checkpoint: str | os.PathLike[str] | None, program: Any, items: list[Any]) -> ResumedRun | None:
