@@ -31,7 +31,10 @@ compared with the median time of one LM call on the embedded model in this run. 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
+import platform
 import statistics
 import sys
 import time
@@ -411,13 +414,14 @@ def _plain(totals: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from benchmarks.report import print_table
+    from benchmarks.report import markdown, print_table
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fewshot", description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, help="the first N test examples of each task")
     parser.add_argument("--task", help="comma-separated tasks (default: all)")
     parser.add_argument("--api-base", help="an OpenAI-compatible server (default: start the embedded model)")
     parser.add_argument("--no-dspy", action="store_true")
+    parser.add_argument("--note", default="", help="a remark kept with the results")
     parser.add_argument("--adapter", default=ADAPTER, help=f"sigform's adapter (default {ADAPTER})")
     parser.add_argument("--dspy-adapter", default=DSPY_ADAPTER, help=f"DSPy's (default {DSPY_ADAPTER})")
     parser.add_argument("--reuse", type=Path, help="an earlier run's output: rows not rerun come from it")
@@ -427,6 +431,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     reuse = json.loads(args.reuse.read_text(encoding="utf-8"))["details"] if args.reuse else None
+    meta: dict[str, Any] = {
+        "command": "python -m benchmarks.fewshot " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",
+        "load_average_start": os.getloadavg(),
+        "note": args.note,
+    }
     section = run(
         not args.no_dspy,
         limit=args.limit,
@@ -440,15 +450,19 @@ def main(argv: list[str] | None = None) -> None:
         log=lambda m: print(m, file=sys.stderr, flush=True),
     )
     print_table([section])
+    meta["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
+    meta["load_average_end"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(
-            {"rows": [r.as_dict() for r in section.rows], "details": section.details}, indent=1, default=str
+            {"meta": meta, "rows": [r.as_dict() for r in section.rows], "details": section.details},
+            indent=1,
+            default=str,
         )
         + "\n",
         encoding="utf-8",
     )
-    args.out.with_suffix(".md").write_text(section.details["table"], encoding="utf-8")
+    args.out.with_suffix(".md").write_text(markdown([section], meta), encoding="utf-8")
     print(f"wrote {args.out} and its .md", file=sys.stderr)
 
 
