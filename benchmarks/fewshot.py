@@ -422,7 +422,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--api-base", help="an OpenAI-compatible server (default: start the embedded model)")
     parser.add_argument("--no-dspy", action="store_true")
     parser.add_argument("--note", default="", help="a remark kept with the results")
-    parser.add_argument("--adapter", default=ADAPTER, help=f"sigform's adapter (default {ADAPTER})")
+    parser.add_argument(
+        "--adapter", default=ADAPTER, help=f"sigform's adapter (default {ADAPTER}; auto:reasks=0: no re-ask)"
+    )
     parser.add_argument("--dspy-adapter", default=DSPY_ADAPTER, help=f"DSPy's (default {DSPY_ADAPTER})")
     parser.add_argument("--reuse", type=Path, help="an earlier run's output: rows not rerun come from it")
     parser.add_argument("--rerun", default="", help="with --reuse: sigform:<strategy>,... and/or dspy")

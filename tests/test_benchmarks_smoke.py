@@ -153,3 +153,12 @@ def test_fewshot_rerun_runs_only_the_named_rows_and_keeps_the_others(monkeypatch
     assert rows["knn: all fields right"].sigform == 100 and rows["knn: all fields right"].dspy == 0
     assert rows["labeled: all fields right"].sigform == 0
     assert rows["bootstrap: LM calls / tokens to choose demos"].dspy == 4
+
+
+def test_the_suite_adapter_names_take_a_reask_count() -> None:
+    from benchmarks.real_suite.sigform_side import make_adapter
+
+    assert make_adapter("auto:reasks=0").max_reasks == 0
+    assert make_adapter("json").max_reasks == 1
+    with pytest.raises(ValueError, match="reasks=N"):
+        make_adapter("auto:retries=0")

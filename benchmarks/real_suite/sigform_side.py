@@ -17,7 +17,17 @@ ADAPTERS = ("auto", "chat", "json", "xml", "two-step")  # auto: the default adap
 
 
 def make_adapter(name: str) -> Any:
+    """The adapter named ``name``, optionally with its re-asks set: ``auto`` or ``auto:reasks=0``
+    (no value re-ask: at most one call per example)."""
     import sigform as sf
+
+    name, _, option = name.partition(":")
+    options: dict[str, Any] = {}
+    if option:
+        key, _, value = option.partition("=")
+        if key != "reasks" or not value.isdigit():
+            raise ValueError(f"unknown adapter option {option!r}; the one option is reasks=N")
+        options["max_reasks"] = int(value)
 
     factories = {
         "auto": sf.AutoAdapter,
@@ -28,7 +38,7 @@ def make_adapter(name: str) -> Any:
     }
     if name not in factories:
         raise ValueError(f"unknown sigform adapter {name!r}; choose from {ADAPTERS}")
-    return factories[name]()
+    return factories[name](**options)
 
 
 def signature_of(task: Task) -> Any:
