@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, as_completed
 from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING, Any, cast
 
 from sigform.errors import BatchError
@@ -182,7 +183,8 @@ _INTERNAL = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.pat
 def _outside_sigform() -> int:
     """The ``stacklevel`` that points a warning at the first caller outside sigform (the user's
     ``batch`` line, however deep the sync or async path is)."""
-    frame, level = sys._getframe(2), 2  # the frame of the warn() caller's caller is level 2
+    frame: FrameType | None = sys._getframe(2)  # the warn() caller's caller is level 2
+    level = 2
     while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
         frame, level = frame.f_back, level + 1
     return level
