@@ -5,7 +5,10 @@ nothing pruned. Each memo still answers right."""
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import inspect
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -82,14 +85,9 @@ def test_a_request_with_nothing_pruned_sets_no_report_but_still_masks_an_outer_o
     assert active_report() is None
 
 
-def test_asking_an_lm_about_a_feature_runs_no_import_statement(monkeypatch: pytest.MonkeyPatch) -> None:
-    # a function-level ``from ... import`` costs 1-3 µs per run; supports() is asked twice a call
-    import builtins
-
-    import sigform as sf
-
-    lm = sf.LM("openai/memo-model-f", api_base="http://127.0.0.1:9/v1", api_key="k")
-    assert lm.supports("stop")
+@contextlib.contextmanager
+def _imports_counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The names every import statement run inside the block asks for."""
     imported: list[str] = []
     real = builtins.__import__
 
@@ -98,16 +96,26 @@ def test_asking_an_lm_about_a_feature_runs_no_import_statement(monkeypatch: pyte
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", counting)
-    assert lm.supports("stop") and not lm.supports("reasoning")
-    monkeypatch.undo()
+    try:
+        yield imported
+    finally:
+        monkeypatch.setattr(builtins, "__import__", real)
+
+
+def test_asking_an_lm_about_a_feature_runs_no_import_statement(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a function-level ``from ... import`` costs 1-3 µs per run; supports() is asked twice a call
+    import sigform as sf
+
+    lm = sf.LM("openai/memo-model-f", api_base="http://127.0.0.1:9/v1", api_key="k")
+    assert lm.supports("stop")
+    with _imports_counted(monkeypatch) as imported:
+        assert lm.supports("stop") and not lm.supports("reasoning")
     assert imported == []
 
 
 def test_a_default_adapter_call_runs_no_import_statement(monkeypatch: pytest.MonkeyPatch) -> None:
     # the JSON route asks supports('json_schema'/'json_object') several times a call, records
     # what the endpoint accepted and types the outputs: none of it re-runs an import statement
-    import builtins
-
     import sigform as sf
     from sigform.testing import ScriptedLM
 
@@ -116,16 +124,8 @@ def test_a_default_adapter_call_runs_no_import_statement(monkeypatch: pytest.Mon
     assert program(question="2+2?").answer == 4
     fast = sf.LM("openai/memo-model-g", api_base="http://127.0.0.1:9/v1", api_key="k")
     assert fast.supports("json_schema")
-    imported: list[str] = []
-    real = builtins.__import__
-
-    def counting(name: str, *args: Any, **kwargs: Any) -> Any:
-        imported.append(name)
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", counting)
-    answer = program(question="2+2?").answer
-    asked = fast.supports("json_schema") and fast.supports("json_object")
-    monkeypatch.undo()
+    with _imports_counted(monkeypatch) as imported:
+        answer = program(question="2+2?").answer
+        asked = fast.supports("json_schema") and fast.supports("json_object")
     assert answer == 4 and asked
     assert imported == []
