@@ -314,12 +314,54 @@ _wrapped: dict[int, tuple[Any, Any, Any]] = {}
 
 
 def check_limiter(limiter: Any) -> None:
-    """Refuse a ``rate_limit=`` that is not a :class:`RateLimiter`, saying what one is."""
-    if limiter is not None and not isinstance(limiter, RateLimiter):
-        raise TypeError(
-            "rate_limit must be a RateLimiter (reserve(), report_retry_after(), limits), e.g. "
-            f"sigform.lm.rate_limit.TokenBucket(rpm=600); got {type(limiter).__name__}"
-        )
+    """Refuse a ``rate_limit=`` that is not a :class:`RateLimiter`, saying what one is and, for a
+    number or a rate written as text ("60/min"), which of ``rpm=`` / ``tpm=`` says it."""
+    if limiter is None or isinstance(limiter, RateLimiter):
+        return
+    from sigform.errors import ParameterError
+
+    text = repr(limiter)
+    shown = text if len(text) <= 40 else f"{text[:30]}... ({len(text)} chars)"
+    per_minute = _per_minute(limiter)
+    if per_minute is not None:
+        # never read as a limit: "60/min" may mean requests or tokens, and only rpm=/tpm= say which
+        hint = f"for requests a minute write rpm={per_minute} (tpm= limits tokens a minute)"
+    else:
+        hint = "for a per-minute limit write rpm=600 (requests) or tpm=200_000 (tokens)"
+    raise ParameterError(
+        f"rate_limit must be a RateLimiter object (reserve(), report_retry_after(), limits), "
+        f"e.g. sigform.lm.rate_limit.TokenBucket(rpm=600); got {type(limiter).__name__} {shown}; "
+        f"{hint}"
+    )
+
+
+def _per_minute(value: Any) -> str | None:
+    """A positive number, or a rate written as "N/unit" (s, sec, min, minute, h, hour, day ...),
+    as the per-minute figure to write ("600", "1000/60"); None when it is neither (only used to
+    suggest the setting, never as a limit)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}" if math.isfinite(value) and value > 0 else None
+    if not isinstance(value, str) or len(value) > 40:
+        return None
+    count, slash, unit = value.replace(" ", "").lower().partition("/")
+    try:
+        number = float(count)
+    except ValueError:
+        return None
+    seconds = _UNIT_SECONDS.get(unit) if slash else 60.0
+    if seconds is None or not math.isfinite(number) or number <= 0:
+        return None
+    if seconds <= 60:
+        return f"{number * 60 / seconds:g}"
+    return f"{number:g}/{seconds / 60:g}"
+
+
+_UNIT_SECONDS = {
+    **dict.fromkeys(("s", "sec", "second", "seconds"), 1.0),
+    **dict.fromkeys(("m", "min", "minute", "minutes"), 60.0),
+    **dict.fromkeys(("h", "hr", "hour", "hours"), 3600.0),
+    **dict.fromkeys(("d", "day", "days"), 86400.0),
+}
 
 
 def limiter_of(lm: LM) -> RateLimiter | None:

@@ -90,6 +90,29 @@ def test_rate_limit_must_be_a_limiter() -> None:
         sf.LM("openai/gpt-4o-mini", rate_limit=60)
 
 
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [("60/min", "rpm=60"), ("10/s", "rpm=600"), ("1000/hour", "rpm=1000/60"), ("2 / Day", "rpm=2/1440"),
+     ("60", "rpm=60"), (60, "rpm=60"), (0.5, "rpm=0.5")],
+)
+def test_a_rate_given_as_rate_limit_is_a_parameter_error_saying_which_setting_to_write(
+    value: Any, written: str
+) -> None:
+    # it was a bare TypeError about the RateLimiter protocol; "60/min" is not read as a limit
+    # because it may mean requests or tokens, so the error names both settings
+    with pytest.raises(ParameterError) as caught:
+        sf.LM("openai/gpt-4o-mini", rate_limit=value)
+    message = str(caught.value)
+    assert message.startswith("rate_limit must be a RateLimiter object")
+    assert repr(value) in message and f"write {written} (tpm= limits tokens a minute)" in message
+
+
+@pytest.mark.parametrize("value", ["x/min", "5/fortnight", "-3/min", "nan/s", 0, float("inf"), object()])
+def test_anything_else_given_as_rate_limit_gets_the_generic_hint(value: Any) -> None:
+    with pytest.raises(ParameterError, match=r"write rpm=600 \(requests\) or tpm=200_000 \(tokens\)"):
+        sf.LM("openai/gpt-4o-mini", rate_limit=value)
+
+
 def test_estimate_counts_prompt_and_output_limit() -> None:
     req = Request("m", "openai", [{"role": "user", "content": "x" * 400}], {"max_tokens": 50, "n": 2})
     assert estimate_tokens(req) == 100 + 1 + 100
