@@ -11,6 +11,7 @@ import asyncio
 import email.utils
 import json
 import re
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,6 +28,7 @@ from sigform.errors import (
 from sigform.lm.connection_errors import connection_failure
 from sigform.lm.credentials import scrub
 from sigform.lm.response import MalformedResponseError, chunk_not_json, chunk_unreadable
+from sigform.probes import probe
 
 __all__ = ["map_exception", "parse_retry_after", "retry_after_of"]
 
@@ -47,11 +49,11 @@ _AUTH_HINTS = (
     "invalid api key",
     "incorrect api key",
 )
-_MISSING_KEY_HINTS = (
-    "missing credentials",
-    "no api key",
-    "api key not found",
-    "api_key client option must be set",
+# no key was sent at all: litellm's and the SDK's own checks before sending ("Missing Anthropic
+# API Key - ... no key is set", "Missing Gemini API key", "Missing credentials", ...)
+_MISSING_KEY = re.compile(
+    r"missing credentials|no api key|api key not found|api_key client option must be set"
+    r"|missing (?:[\w-]+ ){0,3}api key|no key is set"
 )
 _WRAPPED_MODULES = ("openai", "litellm", "httpx", "httpx2", "httpcore", "anyio")
 # a pydantic/FastAPI request-validation failure naming a request location, as text
@@ -197,6 +199,26 @@ def _unreadable_stream(exc: BaseException) -> BaseException | None:
     return None
 
 
+def _key_advice(model: str) -> str:
+    """Which setting gives ``model`` its key, said once (the provider's own wording, which often
+    lists every way the library could authenticate, stays on ``provider_message``)."""
+    litellm = sys.modules.get("litellm")  # only when already imported: this is the error path
+    names: list[str] = []
+    if litellm is not None:
+        found: Any = probe("litellm's key variables", lambda: litellm.validate_environment(model=model), None)
+        missing = found.get("missing_keys") if isinstance(found, dict) else None
+        names = [n for n in missing or () if isinstance(n, str)]
+    elif model.partition("/")[0] in ("openai", model):
+        names = ["OPENAI_API_KEY"]
+    if len(names) == 1:
+        where = f"set {names[0]} in the environment"
+    elif names:
+        where = f"set the provider's key in the environment (litellm looks for {', '.join(names)})"
+    else:
+        where = "set the provider's key in the environment"
+    return f"{where} or pass api_key=... to sf.LM(...)"
+
+
 def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()) -> BaseException:
     """The sigform :class:`LMError` for ``exc``; exceptions that are not API failures (bugs,
     cancellations) are returned unchanged so they propagate as they are."""
@@ -245,6 +267,12 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
         or isinstance(exc, (TimeoutError, asyncio.TimeoutError))
     ):
         err = LMTimeoutError(msg("the request timed out"), **kw)
+    elif _MISSING_KEY.search(low):
+        # before the connection checks: litellm reports some missing keys as connection errors
+        # (with a stand-in api.openai.com URL) or as HTTP 500/401, although nothing was sent
+        if status not in (401, 403):
+            kw["status_code"] = None
+        err = AuthenticationError(f"{model}: no API key was found: {_key_advice(model)}", **kw)
     elif (failure := connection_failure(exc)) is not None:
         # no response came: no HTTP status either (litellm reports one as HTTP 500)
         kw["status_code"] = None
@@ -264,13 +292,7 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
         or "PermissionDeniedError" in names
         or any(h in low for h in _AUTH_HINTS)
     ):
-        if status not in (401, 403) and any(h in low for h in _MISSING_KEY_HINTS):
-            # no key was sent at all: nothing was rejected, and litellm's HTTP 500 is made up
-            status = kw["status_code"] = None
-            what = "no API key was found (pass api_key= or set the provider's variable)"
-            err = AuthenticationError(msg(what), **kw)
-        else:
-            err = AuthenticationError(msg("the provider rejected the credentials"), **kw)
+        err = AuthenticationError(msg("the provider rejected the credentials"), **kw)
     elif status == 429 or "RateLimitError" in names:
         err = RateLimitError(msg("rate limited"), retry_after=retry_after_of(exc, provider_msg), **kw)
         if code == "insufficient_quota":

@@ -1,0 +1,74 @@
+"""A missing API key is said once, naming the setting to make; nothing is sent.
+
+litellm checks some providers' keys before sending and reports a missing one as HTTP 401
+(Anthropic), HTTP 500 (OpenAI's "Missing credentials") or a connection error to a stand-in
+api.openai.com (Gemini). sigform's message had that text appended (or, for Gemini, said the
+endpoint could not be reached); the provider's words stay on ``provider_message``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+
+import sigform as sf
+from sigform.lm.errors_map import map_exception
+
+_PROVIDER_VARIABLES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "VERTEX")
+
+
+@pytest.fixture(autouse=True)
+def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(_PROVIDER_VARIABLES):
+            monkeypatch.delenv(name)
+
+
+def _error_of(model: str) -> sf.AuthenticationError:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an unknown-model notice is not what this is about
+        lm = sf.LM(model, num_retries=0, cache=False)
+    with pytest.raises(sf.AuthenticationError) as info:
+        lm([{"role": "user", "content": "hi"}])
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("model", "advice", "litellm_said"),
+    [
+        ("openai/gpt-4o-mini", "set OPENAI_API_KEY in the environment", "Missing credentials"),
+        ("anthropic/claude-3-5-haiku-20241022", "set ANTHROPIC_API_KEY in the environment",
+         "Missing Anthropic API Key"),
+        ("gemini/gemini-2.0-flash", "set the provider's key in the environment (litellm looks for ",
+         "Missing Gemini API key"),
+    ],
+)
+def test_a_missing_key_names_the_setting_once_and_keeps_the_providers_words_apart(
+    model: str, advice: str, litellm_said: str
+) -> None:
+    err = _error_of(model)
+    message = str(err)
+    assert message.startswith(f"{model}: no API key was found: {advice}")
+    assert message.endswith(" or pass api_key=... to sf.LM(...)")
+    assert "litellm." not in message and "HTTP" not in message and "could not reach" not in message
+    assert litellm_said in (err.provider_message or "")  # nothing lost
+    assert err.__cause__ is None and err.__context__ is None  # the provider's exception may quote a secret
+
+
+def test_gemini_names_both_of_its_variables() -> None:
+    message = str(_error_of("gemini/gemini-2.0-flash"))
+    assert "GEMINI_API_KEY" in message and "GOOGLE_API_KEY" in message
+
+
+def test_without_litellm_loaded_an_openai_model_still_names_its_variable() -> None:
+    class OpenAIError(Exception):  # the SDK's own check, raised before any request
+        __module__ = "openai"
+
+    err = map_exception(OpenAIError("The api_key client option must be set"), model="gpt-4o-mini")
+    assert isinstance(err, sf.AuthenticationError)
+    assert str(err) == (
+        "gpt-4o-mini: no API key was found: set OPENAI_API_KEY in the environment"
+        " or pass api_key=... to sf.LM(...)"
+    )
