@@ -9,7 +9,10 @@ The ideal time is ``ceil(500 / 64) * 50 ms`` = 400 ms: every wave of 64 calls co
 server latency. The floor is what the machine and the fake server allow: the same 500 requests
 (sigform's request body) over 64 raw asyncio keep-alive sockets (``benchmarks.socket_floor``);
 sigform's async throughput is reported as a fraction of it, and threaded ``batch`` against
-``abatch``. Reported as wall seconds, calls per second, the ratio to DSPy's throughput
+``abatch``. The HTTP library's own floor (``benchmarks.http_library_floor``: the same requests
+through one bare aiohttp session, the library under sigform's async fast path) is reported
+against the socket floor, and ``abatch`` against it: what sigform costs over its HTTP library.
+Reported as wall seconds, calls per second, the ratio to DSPy's throughput
 (async with async, threads with threads) and sigform's ratio to the ideal. Rounds alternate
 between the sides; medians over rounds. The process CPU time per call of each run (all
 threads) is reported too: on a shared machine, wall time follows the CPU share each client gets.
@@ -26,6 +29,7 @@ from typing import Any
 from benchmarks.adapters_speed import Small
 from benchmarks.common import Row, Section, median, paired_ratio, profile_top, run_dspy
 from benchmarks.fake_server import FakeServer
+from benchmarks.http_library_floor import aiohttp_times
 from benchmarks.socket_floor import floor_times
 
 CHAT_REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
@@ -77,6 +81,8 @@ def run(n: int = 500, concurrency: int = 64, latency: float = 0.05, rounds: int 
     cpu_theirs: dict[str, list[float]] = {"async": [], "batch_threads": []}
     floors: list[float] = []
     floor_cpu: list[float] = []
+    library: list[float] = []
+    library_cpu: list[float] = []
     with FakeServer(CHAT_REPLY, latency=latency) as server:
         for _ in range(rounds):
             for key, value in sigform_round(server.api_base, n, concurrency).items():
@@ -85,6 +91,9 @@ def run(n: int = 500, concurrency: int = 64, latency: float = 0.05, rounds: int 
             wall, cpu = floor_times(server.api_base, body, n, concurrency)
             floors.append(wall)
             floor_cpu.append(cpu)
+            wall, cpu = aiohttp_times(server.api_base, body, n, concurrency)
+            library.append(wall)
+            library_cpu.append(cpu)
             if with_dspy:
                 raw = run_dspy("throughput.py", server.api_base, str(n), str(concurrency))
                 for key, value in raw.items():
@@ -114,6 +123,15 @@ def run(n: int = 500, concurrency: int = 64, latency: float = 0.05, rounds: int 
         ratio_desc="floor time / sigform time", target=">= 0.9 of the floor",
         met=vs_floor is not None and vs_floor >= 0.9,
     ))
+    library_vs_floor = paired_ratio(floors, library)
+    section.rows.append(Row(
+        "5 throughput", f"reference: {n} requests through one bare aiohttp session, calls/s / floor calls/s",
+        "s", median(library), None, library_vs_floor, ratio_desc="floor time / aiohttp time",
+    ))
+    section.rows.append(Row(
+        "5 throughput", "sigform abatch calls/s / bare aiohttp session calls/s", "s", mine["async"], None,
+        paired_ratio(library, ours["async"]), ratio_desc="aiohttp time / sigform time",
+    ))
     threads_vs_async = paired_ratio(ours["async"], ours["batch_threads"])
     section.rows.append(Row(
         "5 throughput", "sigform batch (threads) calls/s / abatch calls/s", "s", mine["batch_threads"], None,
@@ -141,6 +159,10 @@ def run(n: int = 500, concurrency: int = 64, latency: float = 0.05, rounds: int 
         "5 throughput", f"CPU per call: raw socket floor ({n} @{concurrency})", "µs",
         median(floor_cpu) * us_per_call, None, None, ratio_desc="",
     ))
+    section.rows.append(Row(
+        "5 throughput", f"CPU per call: bare aiohttp session ({n} @{concurrency})", "µs",
+        median(library_cpu) * us_per_call, None, None, ratio_desc="",
+    ))
     for key, label, theirs_label in (
         ("async", "sigform abatch", "DSPy acall + gather"),
         ("batch_threads", "sigform batch (threads)", "DSPy batch/Parallel"),
@@ -155,6 +177,7 @@ def run(n: int = 500, concurrency: int = 64, latency: float = 0.05, rounds: int 
     section.details = {
         "sigform_cpu_s": cpu_ours, "dspy_cpu_s": cpu_theirs, "floor_cpu_s": floor_cpu,
         "sigform_s": ours, "dspy_s": theirs, "ideal_s": ideal, "floor_s": floors,
+        "aiohttp_s": library, "aiohttp_cpu_s": library_cpu,
         "calls_per_s": {"sigform": {k: n / v for k, v in mine.items()},
                         "dspy": {k: n / v for k, v in other.items()}},
     }

@@ -162,3 +162,19 @@ def test_the_suite_adapter_names_take_a_reask_count() -> None:
     assert make_adapter("json").max_reasks == 1
     with pytest.raises(ValueError, match="reasks=N"):
         make_adapter("auto:retries=0")
+
+
+def test_throughput_reports_the_http_library_floor_beside_the_socket_floor() -> None:
+    # the bare aiohttp session bounds what any client on aiohttp (sigform's async fast path)
+    # can reach; the section must measure it in the same run as the socket floor and abatch
+    from benchmarks import throughput
+
+    section = throughput.run(n=24, concurrency=4, latency=0.005, rounds=1, with_dspy=False)
+    rows = {row.metric: row for row in section.rows}
+    library = rows["reference: 24 requests through one bare aiohttp session, calls/s / floor calls/s"]
+    over_library = rows["sigform abatch calls/s / bare aiohttp session calls/s"]
+    assert library.sigform is not None and library.sigform > 0
+    assert library.ratio is not None and library.ratio > 0
+    assert over_library.ratio is not None and over_library.ratio > 0
+    assert len(section.details["aiohttp_s"]) == 1 and section.details["aiohttp_cpu_s"][0] > 0
+    assert rows["CPU per call: bare aiohttp session (24 @4)"].sigform is not None

@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, as_completed
 from dataclasses import dataclass
 from types import FrameType
@@ -294,91 +294,68 @@ async def run_abatch(
 ) -> list[Any] | tuple[list[Any], list[Failure]]:
     """Async :func:`run_batch`: at most ``concurrency`` ``program.acall`` calls in flight.
 
-    Each example runs in its own task, which copies the caller's context (settings, callbacks).
+    ``concurrency`` worker tasks take the examples in turn; each worker copies the caller's
+    context (settings, callbacks) when the batch starts.
     """
     items = _prepare(examples)
     resumed = _resumed(checkpoint, program, items)
     todo = resumed.todo if resumed is not None else range(len(items))
     limit = _resolve_max_errors(max_errors)
     width = worker_count(concurrency, "concurrency")
-
-    async def one(index: int) -> tuple[int, _Outcome]:
-        with track_usage() as tracker:
-            try:
-                value = await program.acall(**items[index][1])
-            except Exception as exc:
-                return index, _Outcome(None, exc, tracker.usage)
-        return index, _Outcome(value, None, tracker.usage)
-
     with BatchProgress(len(todo), enabled=progress_wanted(progress) and bool(todo)) as bar:
         collector = _Collector(items, limit, bar, resumed)
         try:
-            await _windowed(todo, width, one, collector)
+            await _Workers(program, items, todo, collector).run(width)
         finally:
             if resumed is not None:
                 resumed.close()
     return collector.finish(return_failures)
 
 
-async def _windowed(
-    todo: Iterable[int],
-    width: int,
-    one: Callable[[int], Coroutine[Any, Any, tuple[int, _Outcome]]],
-    collector: _Collector,
-) -> None:
-    """Run ``one(index)`` for every index of ``todo``, ``width`` tasks at a time: each task that
-    finishes hands its outcome to ``collector`` and starts the next, in its done callback. (A task
-    per example waiting on a semaphore, collected by ``as_completed``, cost ~10 µs of CPU per
-    example in wake-ups; once the batch stops, no queued example starts.)"""
-    window = _Window(todo, one, collector)
-    for _ in range(width):
-        window.start_next()
-    try:
-        await window.finished
-    finally:
-        running = list(window.running)
-        for task in running:
-            task.cancel()
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
+class _Workers:
+    """The examples of :func:`run_abatch`, ``width`` worker tasks at a time.
 
-
-class _Window:
-    """The tasks of :func:`_windowed` in flight. (An object, not two closures calling each other:
-    those form a reference cycle that kept the whole batch's examples and results alive until the
-    garbage collector ran.)"""
+    A worker that finishes an example sends the next one's request in the same step. (With a
+    task per example, the next request waited behind every wake-up queued on the loop: when a
+    wave of answers arrived together, each slot's next request went out only after the whole
+    wave was read. An object rather than closures: closures calling each other formed a
+    reference cycle that kept the batch's examples and results alive until the collector ran.)
+    """
 
     def __init__(
         self,
+        program: Any,
+        items: list[tuple[Example, dict[str, Any]]],
         todo: Iterable[int],
-        one: Callable[[int], Coroutine[Any, Any, tuple[int, _Outcome]]],
         collector: _Collector,
     ) -> None:
-        self.loop = asyncio.get_running_loop()
-        self.finished: asyncio.Future[None] = self.loop.create_future()
+        self.program = program
+        self.items = items
         self.queue = iter(todo)
-        self.running: set[asyncio.Task[tuple[int, _Outcome]]] = set()
-        self.one = one
         self.collector = collector
+        self.stopped = False
 
-    def start_next(self) -> None:
-        for index in self.queue:
-            task = self.loop.create_task(self.one(index))  # a copy of the caller's context
-            self.running.add(task)
-            task.add_done_callback(self.landed)
-            return
-        if not self.running and not self.finished.done():
-            self.finished.set_result(None)
-
-    def landed(self, task: asyncio.Task[tuple[int, _Outcome]]) -> None:
-        self.running.discard(task)
-        if self.finished.done():  # stopped: the rest are being cancelled
-            return
+    async def run(self, width: int) -> None:
+        workers = [asyncio.ensure_future(self.work()) for _ in range(width)]
         try:
-            index, outcome = task.result()
+            await asyncio.gather(*workers)
+        finally:  # a failure, max_errors or the caller's cancellation: stop every worker
+            self.stopped = True
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def work(self) -> None:
+        for index in self.queue:
+            with track_usage() as tracker:
+                try:
+                    value = await self.program.acall(**self.items[index][1])
+                except Exception as exc:
+                    outcome = _Outcome(None, exc, tracker.usage)
+                else:
+                    outcome = _Outcome(value, None, tracker.usage)
+            if self.stopped:
+                return
             if self.collector.add(index, outcome):
+                self.stopped = True
                 raise self.collector.abort()
-        except BaseException as exc:  # reaches the awaiting caller, not the loop's log
-            self.finished.set_exception(exc)
-            return
-        self.start_next()

@@ -55,15 +55,27 @@ _rollout: ContextVar[Mapping[str, Any] | None] = ContextVar("sigform_rollout", d
 _hint: ContextVar[str | None] = ContextVar("sigform_instruction_hint", default=None)
 
 
-@contextmanager
-def track_usage() -> Iterator[UsageTracker]:
+class _UsageScope:
+    """The ``with`` block of :func:`track_usage`. (A class, not a generator context manager:
+    a batch enters one per example, and the generator, its wrapper and their frames are four
+    more objects per call for the garbage collector to trace while the call is in flight.)"""
+
+    __slots__ = ("_token", "tracker")
+
+    def __init__(self) -> None:
+        self.tracker = UsageTracker()
+
+    def __enter__(self) -> UsageTracker:
+        self._token = _trackers.set((*_trackers.get(), self.tracker))
+        return self.tracker
+
+    def __exit__(self, *exc_info: object) -> None:
+        _trackers.reset(self._token)
+
+
+def track_usage() -> _UsageScope:
     """Collect the usage of every LM request made by programs inside the ``with`` block."""
-    tracker = UsageTracker()
-    token = _trackers.set((*_trackers.get(), tracker))
-    try:
-        yield tracker
-    finally:
-        _trackers.reset(token)
+    return _UsageScope()
 
 
 def add_usage(usage: Usage, requests: int = 1) -> None:

@@ -155,3 +155,32 @@ def test_abatch_leaves_no_reference_cycles_behind() -> None:
         gc.garbage.clear()
         gc.enable()
     assert left == []
+
+
+def test_a_finished_abatch_example_starts_the_next_before_the_other_answers_are_read() -> None:
+    # answers that arrive together used to be read one after another before any slot started
+    # its next example (a done callback and a new task, each queued behind every wake-up), so
+    # the last slot's next request waited for the whole wave; a worker starts it in the same step
+    log: list[str] = []
+    gates: dict[int, asyncio.Future[None]] = {}
+
+    class Gated:
+        async def acall(self, **inputs: Any) -> Any:
+            x = inputs["x"]
+            log.append(f"start {x}")
+            gates[x] = asyncio.get_running_loop().create_future()
+            await gates[x]
+            log.append(f"end {x}")
+            return x
+
+    async def main() -> list[Any]:
+        run = asyncio.ensure_future(run_abatch(Gated(), [{"x": i} for i in range(8)], concurrency=4, progress=False))
+        for wave in (range(4), range(4, 8)):
+            while not all(i in gates for i in wave):
+                await asyncio.sleep(0)
+            for i in wave:  # the whole wave answers in one step of the loop
+                gates[i].set_result(None)
+        return await run
+
+    assert asyncio.run(main()) == list(range(8))
+    assert log[4:12] == ["end 0", "start 4", "end 1", "start 5", "end 2", "start 6", "end 3", "start 7"]
