@@ -42,6 +42,7 @@ __all__ = [
     "scrub",
     "secret_header_values",
     "strip_url_credentials",
+    "url_credential_parts",
     "url_secrets",
 ]
 
@@ -304,6 +305,24 @@ def url_secrets(url: str) -> list[str]:
         if sep and value and _SECRET_QUERY.search(name):
             out.append(value)
     return out
+
+
+def url_credential_parts(url: str) -> list[str]:
+    """Which parts of ``url`` hold credentials, by kind and name only (``"user info"``,
+    ``"query parameter api_key"``): what :func:`strip_url_credentials` removes, safe to save."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    out = ["user info"] if parts.username or parts.password else []
+    for pair in parts.query.split("&") if parts.query else ():
+        name, sep, value = pair.partition("=")
+        if sep and value and _SECRET_QUERY.search(name):
+            out.append(f"query parameter {name}" if _PLAIN_NAME.fullmatch(name) else "a query parameter")
+    return out
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 
 
 def _rewrite_url(url: str, replacement: str | None) -> str:

@@ -10,17 +10,30 @@ value from the file is taken as a literal. The credential comes from the loader:
 else the configured LM's when it talks to the same model at the same endpoint. An LM whose
 endpoint the file names and that got no credential that way sends a placeholder key, so the
 provider's ambient key (``OPENAI_API_KEY``, ...) never goes to an address the file chose.
+
+An endpoint URL that carried credentials (``https://user:pass@host/v1?api_key=...``) is saved
+without them, with ``api_base_credentials_removed`` naming which parts went (``"user info"``,
+``"query parameter api_key"``; never a value). Loading takes the whole URL from the configured
+LM when it is the same model at the same endpoint once stripped (the caller's own URL), and
+otherwise warns that requests go without those credentials, so that a 401 has an explanation.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sigform.errors import ProgramStateError
-from sigform.lm.credentials import Credential, is_secret_name, strip_url_credentials, url_secrets
+from sigform.lm.credentials import (
+    Credential,
+    is_secret_name,
+    strip_url_credentials,
+    url_credential_parts,
+    url_secrets,
+)
 from sigform.lm.options import LMOptions
 from sigform.lm.params import BASE_SPECS
 
@@ -28,6 +41,10 @@ if TYPE_CHECKING:
     from sigform.lm.model import LM
 
 __all__ = ["IGNORED_KEY", "SavedStateWarning", "lm_from_state", "lm_state", "request_options"]
+
+REMOVED = "api_base_credentials_removed"  # which parts of the endpoint URL a save left out
+# what that list may hold (a file is untrusted: its text reaches a warning only in these forms)
+_REMOVED_PART = re.compile(r"user info|a query parameter|query parameter [A-Za-z0-9_.-]{1,40}")
 
 IGNORED_KEY = "sk-no-key-required"  # sent instead of any ambient key to an endpoint a file named
 # connection settings a file may set (as literals): none of them is a secret or an address
@@ -56,6 +73,9 @@ def lm_state(lm: LM) -> dict[str, Any]:
     state: dict[str, Any] = {"model": lm.model, "kwargs": dict(lm.kwargs)}
     if lm._api_base is not None and lm._api_base.state() is not None:
         state["api_base"] = lm._api_base.state()
+        removed = url_credential_parts(lm._api_base.get())
+        if removed:
+            state[REMOVED] = removed
     conn = {
         k: c.state() for k, c in lm._connection.items() if k in _SAFE_CONNECTION and c.state() is not None
     }
@@ -164,17 +184,46 @@ def lm_from_state(state: Mapping[str, Any], *, where: str = "lm", api_key: Any =
         raise ProgramStateError(f"{where}: saved LM api_base must be a URL string, got {api_base!r}")
     if api_base is not None and not _is_reference(api_base):
         args["api_base"] = Credential.literal("api_base", strip_url_credentials(api_base), secret=False)
+    removed = _removed_parts(state, where)
+    saved_base = args["api_base"].get() if "api_base" in args else None
     if api_key is not None:
         args["api_key"] = api_key
     else:
         configured = get_setting("lm")
+        configured_base = configured.api_base if isinstance(configured, LM) else None
         if (
             isinstance(configured, LM)
             and configured.model == model
-            and configured.api_base == (args["api_base"].get() if "api_base" in args else None)
+            and (strip_url_credentials(configured_base) if configured_base else None) == saved_base
         ):
             args["api_key"] = configured._api_key  # the caller's own credential, same endpoint
             args.update({k: c for k, c in configured._connection.items() if k not in args})
+            if configured._api_base is not None:
+                args["api_base"] = configured._api_base  # with the caller's URL credentials
+            removed = []
         elif "api_base" in args:
             args["api_key"] = Credential.literal("api_key", IGNORED_KEY, secret=True)
+    if removed and saved_base is not None and api_key is None:
+        _warn(
+            where,
+            f"the saved api_base {saved_base} lost its credentials ({', '.join(removed)}) on save "
+            "(saved programs never carry credentials), so requests to it go without them and may "
+            "be refused: give the predictor its LM in code (lm=sf.LM(..., api_base=...)), "
+            "configure an LM for this model and endpoint (sf.configure(lm=...)), or pass api_key= "
+            "to load() if the endpoint takes the key as a header",
+        )
     return LM(model, **args)
+
+
+def _removed_parts(state: Mapping[str, Any], where: str) -> list[str]:
+    """The saved list of credential parts removed from the endpoint URL, checked."""
+    removed = state.get(REMOVED)
+    if removed is None:
+        return []
+    if not isinstance(removed, list) or not all(
+        isinstance(part, str) and _REMOVED_PART.fullmatch(part) for part in removed
+    ):
+        raise ProgramStateError(
+            f"{where}: saved LM {REMOVED} must list 'user info' or 'query parameter NAME' entries"
+        )
+    return list(dict.fromkeys(removed))[:8]

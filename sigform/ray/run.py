@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -109,12 +110,32 @@ def _program_parts(program: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
                 "configure one with sf.configure(lm=...)"
             )
         predictor.lm = lm
+        _warn_url_credentials_stay(name, lm)
         if limiter_of(lm) is not None:
             limits[name] = lm
     state = full.dump_state()
     for _, predictor in full.named_predictors():
         predictor.lm = None  # the structure travels; LMs are rebuilt from the state
     return full, state, limits
+
+
+def _warn_url_credentials_stay(name: str, lm: Any) -> None:
+    """Say that credentials inside the endpoint URL do not reach the workers (they get the saved
+    state, which never holds one), before the run rather than as 401s from every row."""
+    from sigform.lm.credentials import strip_url_credentials, url_credential_parts
+    from sigform.lm.saved_state import SavedStateWarning
+
+    api_base = getattr(lm, "api_base", None)
+    removed = url_credential_parts(api_base) if isinstance(api_base, str) else []
+    if isinstance(api_base, str) and removed:
+        warnings.warn(
+            f"predictor {name!r}: the credentials in its LM's api_base ({', '.join(removed)}) "
+            f"never travel to Ray workers, which send to {strip_url_credentials(api_base)} "
+            "without them; if the endpoint takes the key as a header, pass credentials= "
+            "(e.g. 'env:NAME') instead",
+            SavedStateWarning,
+            stacklevel=5,
+        )
 
 
 def _shared_limits(lms: Mapping[str, Any]) -> dict[str, SharedRateLimit]:
