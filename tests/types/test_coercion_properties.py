@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import enum
 import itertools
 import json
@@ -49,6 +50,10 @@ SCALARS: dict[Any, st.SearchStrategy[Any]] = {
     bool: st.booleans(),
     dt.date: st.dates(),
     dt.datetime: st.datetimes(),
+    # read by the float fields' number rules since fixes22 (exactly: places kept)
+    decimal.Decimal: st.decimals(
+        allow_nan=False, allow_infinity=False, places=2, min_value=-(10**12), max_value=10**12
+    ),
     Literal["a", "b c", "None"]: st.sampled_from(["a", "b c", "None"]),
     Literal[1, 2, 3]: st.sampled_from([1, 2, 3]),
     Color: st.sampled_from(list(Color)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import typing
+from decimal import Decimal
 from typing import Optional
 
 import pydantic
@@ -149,7 +150,7 @@ _MARKS = {
 }
 
 number_shapes = st.recursive(
-    st.sampled_from([int, float]),
+    st.sampled_from([int, float, Decimal]),
     lambda inner: st.one_of(
         inner.map(lambda t: list[t]),
         inner.map(lambda t: Optional[t]),
@@ -167,7 +168,7 @@ def _marked(amount: int, mark: str) -> str:
 def _amounts(shape: object) -> st.SearchStrategy[tuple[object, object, bool]]:
     """(JSON value with marked amounts, the value expected, whether every mark is in EUR)."""
     origin, args = typing.get_origin(shape), typing.get_args(shape)
-    if shape in (int, float):
+    if shape in (int, float, Decimal):
         return st.tuples(st.integers(0, 999), st.sampled_from(sorted(_MARKS))).map(
             lambda p: (_marked(p[0], p[1]), shape(p[0]), _MARKS[p[1]])
         )

@@ -11,12 +11,13 @@ from typing import Any, Literal, Union
 from sigform.types.coercion._choices import EnumNode, LiteralNode
 from sigform.types.coercion._collections import DictNode, SeqNode, TupleNode
 from sigform.types.coercion._dates import DateNode
-from sigform.types.coercion._numbers import CurrencyField, DescribedCurrency
+from sigform.types.coercion._numbers import CurrencyField, DescribedCurrency, percent_allowed
 from sigform.types.coercion._plan import Node, plan_for
 from sigform.types.coercion._records import RecordNode
 from sigform.types.coercion._scalars import (
     AnyNode,
     BoolNode,
+    DecimalNode,
     FloatNode,
     HookNode,
     IntNode,
@@ -58,7 +59,7 @@ class AnnotatedNode(Node):
 
     def convert(self, value: Any, name: str, text: bool) -> Any:
         if self.currency is not None:
-            name = CurrencyField(name, self.currency)
+            name = CurrencyField(name, self.currency, percent=percent_allowed(name))
         return self.inner.convert(value, name, text)
 
     def fit(self, value: Any, text: bool) -> float:
@@ -122,6 +123,8 @@ def _compile(tp: Any) -> Node:
         return DateNode(tp)
     if isinstance(tp, type) and issubclass(tp, (dt.date, dt.time, dt.timedelta)):
         return TextParsedNode(tp)
+    if isinstance(tp, type) and issubclass(tp, decimal.Decimal):
+        return DecimalNode(tp)
     if isinstance(tp, type):
         return TextParsedNode(tp, accept_numbers=issubclass(tp, _NUMBERISH) or tp not in (bytes,))
     return AnyNode(tp)

@@ -9,13 +9,16 @@ members, at any depth. A nested record's numbers have their own names and descri
 from __future__ import annotations
 
 import collections.abc as cabc
+from decimal import Decimal
 from typing import Any, Union
 
 from sigform.types.coercion._numbers import (
     CurrencyField,
     DescribedCurrency,
+    PercentName,
     described_currency,
     field_currency,
+    percent_allowed,
 )
 from sigform.types.inspection import args_of, origin_of, strip_annotated
 
@@ -31,7 +34,7 @@ _DICTS = {dict, cabc.Mapping, cabc.MutableMapping}
 def holds_numbers(annotation: Any) -> bool:
     """Whether the number parser reads some value of ``annotation`` outside a nested record."""
     base = strip_annotated(annotation)[0]
-    if base is int or base is float:
+    if base is int or base is float or (isinstance(base, type) and issubclass(base, Decimal)):
         return True
     origin = origin_of(base)
     args = args_of(base)
@@ -58,8 +61,12 @@ def with_described_currency(name: str, annotation: Any, desc: str | None) -> str
 
 def value_name(key: str, field: str) -> str:
     """The name a dict value is read under: its key (a key like ``fee_eur`` fixes a currency
-    itself), still bound to the currency the whole field is named or described in."""
+    itself), still bound to the currency the whole field is named or described in, and taking
+    ``%`` when the field does (``rates_percent``)."""
+    percent = percent_allowed(field)
     if isinstance(field, CurrencyField):
-        return CurrencyField(key, field.currency, field.why)
+        return CurrencyField(key, field.currency, field.why, percent)
     named = field_currency(field)
-    return key if named is None else CurrencyField(key, named, f"the currency of field {field!r}")
+    if named is not None:
+        return CurrencyField(key, named, f"the currency of field {field!r}", percent)
+    return PercentName(key) if percent else key

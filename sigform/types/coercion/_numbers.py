@@ -5,9 +5,10 @@ Accepted: an optional sign, digits with correctly grouped thousands separators
 (``$``, ``US$``, ``€``, ``£``, ``¥``, ``₹``, ``USD``, ``EUR`` ...: ``-$45.10``, ``$2,450.00``,
 ``2,450.00 USD``) unless it contradicts the currency the field's name or description gives
 (``€`` on ``price_usd``, ``$`` on ``fee_eur``, ``$`` on a field described as "amount in EUR");
-``%`` only on fields named ``*_percent`` (``8.25%`` is
+``%`` only on fields named ``*_percent`` and on the values of such a field's dicts (``8.25%`` is
 ``8.25``, not ``0.0825``). Everything else (ranges, hedges, words, units, decimal commas) is an
-error: there is no single reading.
+error: there is no single reading. The same rules read ``Decimal`` fields (:func:`parse_decimal`,
+exactly: ``$0.10`` is ``Decimal("0.10")``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ __all__ = [
     "INT_TEXT",
     "CurrencyField",
     "DescribedCurrency",
+    "PercentName",
     "described_currency",
     "field_currency",
+    "parse_decimal",
     "parse_number",
+    "percent_allowed",
 ]
 
 INT_TEXT = re.compile(r"[-+]?\d+")
@@ -89,21 +93,37 @@ class DescribedCurrency(str):
 
 class CurrencyField(str):
     """A name to read a number under that also carries the currency the number must be in
-    (``.currency``) and why, for the error (``.why``: "the currency field 'price' is described in")."""
+    (``.currency``) and why, for the error (``.why``: "the currency field 'price' is described in");
+    ``.percent``: ``%`` is accepted (a dict value of a ``*_percent`` field)."""
 
-    __slots__ = ("currency", "why")
+    __slots__ = ("currency", "percent", "why")
     currency: str
     why: str
+    percent: bool
 
-    def __new__(cls, name: str, currency: str, why: str = "") -> CurrencyField:
+    def __new__(cls, name: str, currency: str, why: str = "", percent: bool = False) -> CurrencyField:
         self = super().__new__(cls, name)
         self.currency = currency
         self.why = why or f"the currency field {name!r} is described in"
+        self.percent = percent
         return self
 
-    def __reduce__(self) -> tuple[type[CurrencyField], tuple[str, str, str]]:
+    def __reduce__(self) -> tuple[type[CurrencyField], tuple[str, str, str, bool]]:
         # copies and pickles keep the currency (str's own reduce would call __new__ with the name only)
-        return (CurrencyField, (str(self), self.currency, self.why))
+        return (CurrencyField, (str(self), self.currency, self.why, self.percent))
+
+
+class PercentName(str):
+    """The name a dict value of a ``*_percent`` field is read under (its key): ``%`` is accepted
+    there as on the field itself (``rates_percent: {"vat": "20%"}``)."""
+
+    __slots__ = ()
+    percent = True
+
+
+def percent_allowed(field: str) -> bool:
+    """Whether ``%`` is accepted on a number read under ``field``."""
+    return field.lower().endswith("_percent") or getattr(field, "percent", False) is True
 
 
 def _check_currency(text: str, field: str, marks: list[str]) -> None:
@@ -117,8 +137,9 @@ def _check_currency(text: str, field: str, marks: list[str]) -> None:
         raise Invalid(f"{text!r} is not in {field.currency}, {field.why}")
 
 
-def parse_number(text: str, field: str, *, integer: bool) -> int | float:
-    """Read one number from cleaned ``text`` for ``field``; ``integer`` asks for a whole number."""
+def _number_literal(text: str, field: str) -> str:
+    """The one number in cleaned ``text`` for ``field`` as a plain literal (``-2450.00``), or
+    :class:`Invalid` saying why there is none (marks and ``%`` checked against the field)."""
     if text.endswith(".") and not text.endswith(".."):
         text = text[:-1].rstrip()  # sentence full stop: "42."
     m = _NUMBER.fullmatch(text)
@@ -129,13 +150,18 @@ def parse_number(text: str, field: str, *, integer: bool) -> int | float:
     marks = [c for c in (m.group("cur"), m.group("cur2")) if c]
     if marks:
         _check_currency(text, field, marks)
-    if m.group("pct") and (marks or not field.lower().endswith("_percent")):
+    if m.group("pct") and (marks or not percent_allowed(field)):
         raise Invalid(f"a percent sign is only accepted on *_percent fields; saw {text!r}")
     digits = m.group("num").replace(",", "")
     if len(digits) > _MAX_DIGITS:
         raise Invalid("the number is too long")
     negative = (m.group("sign") or m.group("sign2") or "") in ("-", "\u2212")
-    literal = ("-" if negative else "") + digits + (m.group("exp") or "")
+    return ("-" if negative else "") + digits + (m.group("exp") or "")
+
+
+def parse_number(text: str, field: str, *, integer: bool) -> int | float:
+    """Read one number from cleaned ``text`` for ``field``; ``integer`` asks for a whole number."""
+    literal = _number_literal(text, field)
     if integer:
         try:
             dec = Decimal(literal)
@@ -150,6 +176,14 @@ def parse_number(text: str, field: str, *, integer: bool) -> int | float:
     if value in (float("inf"), float("-inf")):
         raise Invalid(f"{text!r} is too large for a float")
     return value
+
+
+def parse_decimal(text: str, field: str) -> Decimal | None:
+    """Read one number from cleaned ``text`` for ``field`` exactly, by the rules of
+    :func:`parse_number`; ``None`` when ``text`` has no number's shape at all (pydantic's own
+    Decimal reading then decides, as it always did for such text)."""
+    literal = _number_literal(text, field) if _NUMBER.fullmatch(text.removesuffix(".").rstrip()) else None
+    return None if literal is None else Decimal(literal)
 
 
 _RANGE = re.compile(r"\d\s*(?:-|–|—|to|and)\s*[-+$€£]?\d")

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from sigform.types.coercion._jsontext import parse_json
-from sigform.types.coercion._numbers import INT_TEXT, parse_number
+from sigform.types.coercion._numbers import INT_TEXT, parse_decimal, parse_number
 from sigform.types.coercion._plan import Invalid, Node
 from sigform.types.coercion._text import NULL_WORDS, WRAPPER_KEYS, clean_scalar, key_norm, strip_fence
 
@@ -281,6 +281,23 @@ class TextParsedNode(Node):
         if isinstance(value, self.annotation):
             return 2.0
         return 1.0 if isinstance(value, str) else 0.0
+
+
+class DecimalNode(TextParsedNode):
+    """``Decimal``: text in a number's shape is read by the float fields' rules (grouped
+    thousands, a currency mark unless it contradicts the field's currency, ``%`` on ``*_percent``
+    fields), exactly (``$0.10`` -> ``Decimal("0.10")``); other text goes to pydantic as before."""
+
+    def __init__(self, annotation: Any) -> None:
+        super().__init__(annotation, accept_numbers=True)
+
+    def convert(self, value: Any, name: str, text: bool) -> Any:
+        out = super().convert(value, name, text)
+        if isinstance(out, str):
+            number = parse_decimal(out, name)
+            if number is not None:
+                return number
+        return out
 
 
 class HookNode(Node):
