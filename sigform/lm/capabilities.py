@@ -30,7 +30,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+
+from sigform.lm.credentials import memoised_by_url, split_url
 
 __all__ = [
     "FILE_NAME",
@@ -64,16 +65,19 @@ def endpoint_key(model: str, api_base: str | None) -> str:
     """``"<model> at <scheme://host:port/path>"`` (or the model alone without an endpoint).
 
     User info, query and fragment are left out: they can carry credentials."""
-    if not api_base:
-        return model
-    parts = urlsplit(api_base)
+    return f"{model} at {_endpoint(api_base)}" if api_base else model
+
+
+@memoised_by_url  # asked on every call of a JSON adapter
+def _endpoint(api_base: str) -> str:
+    parts = split_url(api_base)
     host = parts.hostname or ""
     if ":" in host:  # an IPv6 literal
         host = f"[{host}]"
     port = f":{parts.port}" if parts.port else ""
-    if not parts.scheme:
-        return f"{model} at {api_base.split('?')[0]}"
-    return f"{model} at {parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
+    if not parts.scheme or not parts.netloc:  # no URL ("user:pw@host/v1" reads as scheme "user")
+        return api_base.split("?")[0].rpartition("@")[2]
+    return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
 
 
 def capabilities_path() -> Path:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
+from sigform.lm.credentials import split_url
 from sigform.probes import probe
 
 __all__ = ["ConnectionFailure", "connection_failure"]
@@ -52,7 +52,7 @@ def _safe_url(request: Any) -> str | None:
     url = probe("URL of a failed request", lambda: str(request.url), None)  # httpx raises without one
     if url is None:
         return None
-    parts = urlsplit(url)
+    parts = split_url(url)
     if not parts.scheme or not parts.hostname:
         return None
     port = f":{parts.port}" if parts.port else ""

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import json
 import os
 import re
 import shlex
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping
-from typing import Any, cast
-from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, cast
+from urllib.parse import SplitResult, quote, quote_plus, unquote, urlsplit, urlunsplit
 
 from sigform.errors import CredentialError
 
@@ -37,14 +38,18 @@ __all__ = [
     "CredentialError",
     "is_secret_header",
     "is_secret_name",
+    "memoised_by_url",
     "redact_url",
     "resolve_value",
     "scrub",
     "secret_header_values",
+    "split_url",
     "strip_url_credentials",
     "url_credential_parts",
     "url_secrets",
 ]
+
+T = TypeVar("T")
 
 # connection settings: resolved like credentials and kept out of the request parameters
 CONNECTION_SETTINGS = frozenset(
@@ -290,10 +295,22 @@ def secret_header_values(headers: Mapping[str, Any] | None) -> list[str]:
 _SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|auth|sig|credential|code", re.I)
 
 
+def split_url(url: str) -> SplitResult:
+    """``urlsplit(url)``, without the standard library's memo for a URL that may carry
+    credentials (user info or a query): Python 3.11+ keeps the last 128 URLs it split, which
+    would keep the secret in memory after its LM is gone."""
+    if "@" not in url and "?" not in url:
+        return urlsplit(url)
+    return _split_unmemoised(url)
+
+
+_split_unmemoised = getattr(urlsplit, "__wrapped__", urlsplit)
+
+
 def url_secrets(url: str) -> list[str]:
     """The credentials inside a URL: its user info (``user:pass@``) and secret query values."""
     try:
-        parts = urlsplit(url)
+        parts = split_url(url)
     except ValueError:
         return []
     out = [v for v in (parts.username, parts.password) if v]
@@ -311,7 +328,7 @@ def url_credential_parts(url: str) -> list[str]:
     """Which parts of ``url`` hold credentials, by kind and name only (``"user info"``,
     ``"query parameter api_key"``): what :func:`strip_url_credentials` removes, safe to save."""
     try:
-        parts = urlsplit(url)
+        parts = split_url(url)
     except ValueError:
         return []
     out = ["user info"] if parts.username or parts.password else []
@@ -327,7 +344,7 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 
 def _rewrite_url(url: str, replacement: str | None) -> str:
     try:
-        parts = urlsplit(url)
+        parts = split_url(url)
     except ValueError:
         return url
     if not url_secrets(url):
@@ -346,10 +363,44 @@ def _rewrite_url(url: str, replacement: str | None) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "&".join(query), parts.fragment))
 
 
-@functools.lru_cache(maxsize=64)
+def memoised_by_url(compute: Callable[[str], T]) -> Callable[[str], T]:
+    """``compute(url)`` memoised without keeping a URL that may carry credentials: a URL with no
+    user info and no query is its own key; any other is keyed by a digest under a random key of
+    this process (the digest cannot be checked against guesses without that key), so the URL and
+    its secret go with the LM that held them. For per-call answers (history, endpoint keys)."""
+    plain: dict[str, T] = {}
+    hidden: dict[bytes, T] = {}
+
+    @functools.wraps(compute)
+    def memoised(url: str) -> T:
+        if "@" not in url and "?" not in url:
+            hit = plain.get(url)
+            if hit is None:
+                hit = _remember(plain, url, compute(url))
+            return hit
+        digest = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), key=_MEMO_KEY, digest_size=16).digest()
+        hit = hidden.get(digest)
+        if hit is None:
+            hit = _remember(hidden, digest, compute(url))
+        return hit
+
+    return memoised
+
+
+_MEMO_KEY = os.urandom(32)
+
+
+def _remember(memo: dict[Any, T], key: Any, value: T) -> T:
+    if len(memo) >= 64:  # endpoints are few; forget them all rather than grow
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+@memoised_by_url
 def redact_url(url: str) -> str:
-    """``url`` with its credentials shown as ``***`` (for reprs, history and messages). Memoised:
-    every history entry needs its endpoint's (the memo lives in this process's memory only)."""
+    """``url`` with its credentials shown as ``***`` (for reprs, history and messages).
+    Memoised (every history entry needs its endpoint's) without keeping the URL's secret."""
     return _rewrite_url(url, "***")
 
 

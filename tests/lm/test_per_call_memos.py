@@ -29,13 +29,17 @@ def test_requests_share_the_default_pruning_options() -> None:
     assert RequestFitter(lm, [], {"prune": own}).pruning is own
 
 
-def test_redacted_endpoints_are_memoised_and_still_redacted() -> None:
+def test_redacted_endpoints_are_memoised_and_still_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    rewrites: list[str] = []
+    rewrite = credentials._rewrite_url
+    monkeypatch.setattr(credentials, "_rewrite_url", lambda url, r: rewrites.append(url) or rewrite(url, r))
     url = "https://user:pw@memo-test.example/v1?api_key=abc&x=1"
-    before = credentials.redact_url.cache_info().hits
-    assert credentials.redact_url(url) == "https://***@memo-test.example/v1?api_key=***&x=1"
-    assert credentials.redact_url(url) == "https://***@memo-test.example/v1?api_key=***&x=1"
-    assert credentials.redact_url.cache_info().hits == before + 1
-    assert credentials.redact_url("http://plain-memo.example/v1") == "http://plain-memo.example/v1"
+    first = credentials.redact_url(url)
+    assert first == "https://***@memo-test.example/v1?api_key=***&x=1"
+    assert credentials.redact_url(url) is first and len(rewrites) == 1  # a memo hit
+    plain = "http://plain-memo.example/v1"
+    assert credentials.redact_url(plain) == plain and credentials.redact_url(plain) == plain
+    assert len(rewrites) == 2
 
 
 @pytest.mark.parametrize(
