@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import inspect
 import logging
 import os
 import sys
 import threading
+import types
 import warnings
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, as_completed
@@ -294,8 +297,8 @@ async def run_abatch(
 ) -> list[Any] | tuple[list[Any], list[Failure]]:
     """Async :func:`run_batch`: at most ``concurrency`` ``program.acall`` calls in flight.
 
-    ``concurrency`` worker tasks take the examples in turn; each worker copies the caller's
-    context (settings, callbacks) when the batch starts.
+    ``concurrency`` worker tasks take the examples in turn; each example runs in its own copy of
+    the caller's context (settings, callbacks) as it was when the batch started.
     """
     items = _prepare(examples)
     resumed = _resumed(checkpoint, program, items)
@@ -348,14 +351,58 @@ class _Workers:
     async def work(self) -> None:
         for index in self.queue:
             with track_usage() as tracker:
-                try:
-                    value = await self.program.acall(**self.items[index][1])
-                except Exception as exc:
-                    outcome = _Outcome(None, exc, tracker.usage)
-                else:
-                    outcome = _Outcome(value, None, tracker.usage)
+                value, error = await _call_in_own_context(self.program, self.items[index][1])
             if self.stopped:
                 return
-            if self.collector.add(index, outcome):
+            if self.collector.add(index, _Outcome(value, error, tracker.usage)):
                 self.stopped = True
                 raise self.collector.abort()
+
+
+@types.coroutine
+def _call_in_own_context(
+    program: Any, inputs: dict[str, Any]
+) -> Generator[Any, Any, tuple[Any, Exception | None]]:
+    """``await program.acall(**inputs)`` with every step run in a fresh copy of the current
+    context: ``(value, None)``, or ``(None, error)`` if it raised an Exception.
+
+    A worker runs many examples, so context variables an example sets (a request id, a logging
+    binding, a span a failure left open) would otherwise reach the worker's next example; a task
+    per example isolated them, at the price of a loop iteration before each next request. The
+    error is caught here rather than in the worker: its traceback keeps the frames it passed
+    through, and the worker's leads to the collector that keeps the error -- a cycle that held
+    the whole batch in memory until the garbage collector ran.
+    """
+    context = contextvars.copy_context()
+    try:
+        steps = context.run(_steps_of, program, inputs)
+    except Exception as exc:
+        return None, exc
+    step: Any = None
+    value: Any = None
+    try:
+        step = context.run(steps.send, None)
+        while True:
+            try:
+                value = yield step
+            except BaseException as thrown:  # the task's cancellation: the example's to handle
+                step = context.run(steps.throw, thrown)
+            else:
+                step = context.run(steps.send, value)
+    except StopIteration as stop:
+        return stop.value, None
+    except Exception as exc:
+        return None, exc
+    finally:  # a failed step's future holds the error, whose traceback holds this frame
+        step = value = None
+
+
+def _steps_of(program: Any, inputs: dict[str, Any]) -> Generator[Any, Any, Any]:
+    """The iterator ``await program.acall(**inputs)`` drives (``await``'s error if there is none)."""
+    awaitable: Any = program.acall(**inputs)
+    if isinstance(awaitable, types.GeneratorType) and inspect.isawaitable(awaitable):
+        return awaitable  # a generator-based coroutine (@types.coroutine)
+    await_method = getattr(type(awaitable), "__await__", None)
+    if await_method is None:
+        raise TypeError(f"object {type(awaitable).__name__} can't be used in 'await' expression")
+    return cast("Generator[Any, Any, Any]", await_method(awaitable))

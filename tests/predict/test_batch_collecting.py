@@ -174,7 +174,8 @@ def test_a_finished_abatch_example_starts_the_next_before_the_other_answers_are_
             return x
 
     async def main() -> list[Any]:
-        run = asyncio.ensure_future(run_abatch(Gated(), [{"x": i} for i in range(8)], concurrency=4, progress=False))
+        examples = [{"x": i} for i in range(8)]
+        run = asyncio.ensure_future(run_abatch(Gated(), examples, concurrency=4, progress=False))
         for wave in (range(4), range(4, 8)):
             while not all(i in gates for i in wave):
                 await asyncio.sleep(0)
