@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 from sigform.lm.interface import Usage
@@ -64,13 +64,22 @@ class _UsageScope:
 
     def __init__(self) -> None:
         self.tracker = UsageTracker()
+        self._token: Token[tuple[UsageTracker, ...]] | None = None
 
     def __enter__(self) -> UsageTracker:
+        if self._token is not None:  # entered twice, it counted every request twice
+            raise RuntimeError(
+                "this track_usage() block is already open; call sf.track_usage() for each "
+                "`with` (one per task or thread)"
+            )
         self._token = _trackers.set((*_trackers.get(), self.tracker))
         return self.tracker
 
     def __exit__(self, *exc_info: object) -> None:
+        if self._token is None:
+            raise RuntimeError("track_usage() block exited without being entered")
         _trackers.reset(self._token)
+        self._token = None
 
 
 def track_usage() -> _UsageScope:
