@@ -219,6 +219,11 @@ def _key_advice(model: str) -> str:
     return f"{where} or pass api_key=... to sf.LM(...)"
 
 
+def missing_key_error(model: str, **kw: Any) -> AuthenticationError:
+    """The error for a request that found no API key, naming the setting to make."""
+    return AuthenticationError(f"{model}: no API key was found: {_key_advice(model)}", model=model, **kw)
+
+
 def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()) -> BaseException:
     """The sigform :class:`LMError` for ``exc``; exceptions that are not API failures (bugs,
     cancellations) are returned unchanged so they propagate as they are."""
@@ -272,7 +277,7 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
         # (with a stand-in api.openai.com URL) or as HTTP 500/401, although nothing was sent
         if status not in (401, 403):
             kw["status_code"] = None
-        err = AuthenticationError(f"{model}: no API key was found: {_key_advice(model)}", **kw)
+        err = missing_key_error(**kw)
     elif (failure := connection_failure(exc)) is not None:
         # no response came: no HTTP status either (litellm reports one as HTTP 500)
         kw["status_code"] = None

@@ -29,8 +29,10 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from sigform.lm.client_pool import ClientPool, Lease
+from sigform.lm.errors_map import missing_key_error
 from sigform.lm.io_loop import in_io_thread, io_loop, run_in_io_loop
 from sigform.lm.request import Request
 from sigform.lm.response import chunk_not_json, parse_body
@@ -59,6 +61,13 @@ _Identity = tuple[tuple[Any, ...], tuple[Any, ...], str | None, str, dict[str, A
 
 def _base(req: Request) -> str | None:
     return req.api_base or _DEFAULT_BASES.get(req.provider)
+
+
+def _is_openai_api(req: Request, base: str | None) -> bool:
+    """Whether ``req`` goes to OpenAI's own API (the SDK's default endpoint, or named)."""
+    if base is None:
+        return req.provider == "openai"
+    return urlsplit(base).hostname == "api.openai.com"
 
 
 def _organization(req: Request) -> list[tuple[str, Any]]:
@@ -121,6 +130,10 @@ class OpenAIBackend:
         if not key and req.provider == "openai":
             key, origin = os.environ.get("OPENAI_API_KEY"), ("env", "OPENAI_API_KEY")
         base = _base(req)
+        if not key and _is_openai_api(req, base):
+            # the placeholder is for local servers: OpenAI's own API would refuse it with an
+            # "incorrect API key sk-no-k..." 401 that hides what to set
+            raise missing_key_error(req.model)
         extra = {name: cred.get() for name, cred in _organization(req)}
         key = key or _PLACEHOLDER_KEY
         slot = (base, origin, *_origins(req))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from typing import Any
 
 import pytest
 
@@ -72,3 +73,25 @@ def test_without_litellm_loaded_an_openai_model_still_names_its_variable() -> No
         "gpt-4o-mini: no API key was found: set OPENAI_API_KEY in the environment"
         " or pass api_key=... to sf.LM(...)"
     )
+
+
+@pytest.mark.parametrize("api_base", [None, "https://api.openai.com/v1"])
+def test_the_fast_path_to_openais_own_api_says_a_key_is_missing_instead_of_sending_a_placeholder(
+    api_base: str | None,
+) -> None:
+    # the placeholder key is for local servers; OpenAI's API answered it with a 401 about an
+    # incorrect key "sk-no-k...", which hid what to set
+    lm = sf.LM("openai/gpt-4o-mini", num_retries=0, cache=False, fast_path=True, api_base=api_base)
+    with pytest.raises(sf.AuthenticationError) as info:
+        lm([{"role": "user", "content": "hi"}])
+    assert str(info.value) == (
+        "openai/gpt-4o-mini: no API key was found: set OPENAI_API_KEY in the environment"
+        " or pass api_key=... to sf.LM(...)"
+    )
+
+
+def test_a_local_server_on_the_fast_path_still_needs_no_key(lm_server: Any) -> None:
+    lm = sf.LM("openai/local-model", api_base=lm_server.api_base, num_retries=0, cache=False, fast_path=True)
+    assert lm([{"role": "user", "content": "hi"}])[0].text
+    sent = {name.lower(): value for name, value in lm_server.headers[-1].items()}
+    assert sent["authorization"] == "Bearer sk-no-key-required"
