@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sigform.errors import ProgramStateError
+from sigform.excerpt import shorten
 from sigform.lm.credentials import (
     Credential,
     is_secret_name,
@@ -149,6 +150,7 @@ def lm_from_state(state: Mapping[str, Any], *, where: str = "lm", api_key: Any =
     model = state.get("model")
     if not isinstance(model, str) or not model.strip():
         raise ProgramStateError(f"{where}: the saved LM has no model name")
+    model = _printable(model, "model", where)
     ignored = credential_fields(state)
     if ignored:
         _warn(
@@ -176,6 +178,7 @@ def lm_from_state(state: Mapping[str, Any], *, where: str = "lm", api_key: Any =
         raise ProgramStateError(f"{where}: saved LM connection settings must be a mapping")
     for name, value in connection.items():
         if name in _SAFE_CONNECTION and isinstance(value, str) and not _is_reference(value):
+            value = _printable(value, f"connection setting {name}", where)
             args[name] = Credential.literal(name, value, secret=False)
         elif not is_secret_name(str(name)) and not _is_reference(value):
             _warn(where, f"ignored saved connection setting {name!r} (not one a saved program may set)")
@@ -183,7 +186,8 @@ def lm_from_state(state: Mapping[str, Any], *, where: str = "lm", api_key: Any =
     if api_base is not None and not (isinstance(api_base, str) and api_base.strip()):
         raise ProgramStateError(f"{where}: saved LM api_base must be a URL string, got {api_base!r}")
     if api_base is not None and not _is_reference(api_base):
-        args["api_base"] = Credential.literal("api_base", strip_url_credentials(api_base), secret=False)
+        url = _printable(strip_url_credentials(api_base), "api_base", where)
+        args["api_base"] = Credential.literal("api_base", url, secret=False)
     removed = _removed_parts(state, where)
     saved_base = args["api_base"].get() if "api_base" in args else None
     if api_key is not None:
@@ -213,6 +217,18 @@ def lm_from_state(state: Mapping[str, Any], *, where: str = "lm", api_key: Any =
             "to load() if the endpoint takes the key as a header",
         )
     return LM(model, **args)
+
+
+def _printable(value: str, what: str, where: str) -> str:
+    """``value`` if it has no control or invisible characters: a file's URL reaches a warning and
+    its settings reach request headers, where a newline or an escape sequence could forge log
+    lines, repaint the terminal or add a header."""
+    if value.isprintable():
+        return value
+    raise ProgramStateError(
+        f"{where}: saved LM {what} holds control or invisible characters ({shorten(ascii(value), 60)}); "
+        "a hand-edited file? Write it as plain text"
+    )
 
 
 def _removed_parts(state: Mapping[str, Any], where: str) -> list[str]:

@@ -165,3 +165,38 @@ def test_malformed_lm_options_are_clear_errors(tmp_path: Path) -> None:
     path = hostile_file(tmp_path, {"model": "openai/fake", "timeout": -1})
     with pytest.raises(sf.InputError, match="timeout"):
         Predict("q -> a").load(path, restore_lm=True)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("api_base", "https://proxy.example/v1\n\x1b[32mall endpoints verified\x1b[0m"),
+        ("api_base", "https://proxy.example/v1\u202e1v/live"),  # a right-to-left override
+        ("model", "openai/gpt-4o-mini\r\nWARNING: nothing to worry about"),
+    ],
+)
+def test_a_saved_url_or_model_with_control_characters_is_refused_not_echoed(
+    tmp_path: Path, field: str, value: str
+) -> None:
+    # the file's api_base is repeated in the warning about removed URL credentials: a newline or
+    # an escape sequence in it forged log lines and repainted the terminal
+    state: dict[str, Any] = {
+        "model": "openai/gpt-4o-mini",
+        "api_base": "https://proxy.example/v1",
+        "api_base_credentials_removed": ["user info"],
+    }
+    state[field] = value
+    path = hostile_file(tmp_path, state)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(sf.ProgramStateError, match=f"saved LM {field} holds control") as info:
+            Predict("q -> a").load(path, restore_lm=True)
+    said = [str(info.value), *(str(w.message) for w in caught)]
+    assert not any(ch in text for text in said for ch in "\n\r\x1b\u202e")
+
+
+def test_a_saved_connection_setting_with_a_line_break_is_refused(tmp_path: Path) -> None:
+    # connection settings become request headers (OpenAI-Organization, ...)
+    state = {"model": "openai/gpt-4o-mini", "connection": {"organization": "org-1\r\nX-Injected: 1"}}
+    with pytest.raises(sf.ProgramStateError, match="connection setting organization holds control"):
+        Predict("q -> a").load(hostile_file(tmp_path, state), restore_lm=True)
