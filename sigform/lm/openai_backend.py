@@ -29,9 +29,9 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 from sigform.lm.client_pool import ClientPool, Lease
+from sigform.lm.credentials import split_url
 from sigform.lm.errors_map import missing_key_error
 from sigform.lm.io_loop import in_io_thread, io_loop, run_in_io_loop
 from sigform.lm.request import Request
@@ -67,7 +67,7 @@ def _is_openai_api(req: Request, base: str | None) -> bool:
     """Whether ``req`` goes to OpenAI's own API (the SDK's default endpoint, or named)."""
     if base is None:
         return req.provider == "openai"
-    return urlsplit(base).hostname == "api.openai.com"
+    return split_url(base).hostname == "api.openai.com"  # not urlsplit: its memo keeps the URL
 
 
 def _organization(req: Request) -> list[tuple[str, Any]]:

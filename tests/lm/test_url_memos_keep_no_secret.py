@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import sigform as sf
-from sigform.lm import capabilities, credentials
+from sigform.lm import capabilities, credentials, openai_backend
+from sigform.lm.request import Request
 
 pytestmark = pytest.mark.skipif(sys.implementation.name != "cpython", reason="counts CPython references")
 
@@ -35,8 +36,17 @@ def fresh(template: str) -> str:
         credentials.strip_url_credentials,
         credentials.url_credential_parts,
         lambda url: capabilities.endpoint_key("openai/m", url),
+        # asked before a fast-path request that found no key (is it OpenAI's own API?)
+        lambda url: openai_backend._is_openai_api(Request("m", "openai", [], {}, api_base=url), url),
     ],
-    ids=["redact_url", "url_secrets", "strip_url_credentials", "url_credential_parts", "endpoint_key"],
+    ids=[
+        "redact_url",
+        "url_secrets",
+        "strip_url_credentials",
+        "url_credential_parts",
+        "endpoint_key",
+        "is_openai_api",
+    ],
 )
 @pytest.mark.parametrize(
     "template",
