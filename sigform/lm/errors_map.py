@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import os
 import re
 import sys
 import time
@@ -219,6 +220,19 @@ def _key_advice(model: str) -> str:
     return f"{where} or pass api_key=... to sf.LM(...)"
 
 
+def _had_key(model: str, secrets: list[str]) -> bool:
+    """Whether the request had a key (its own, or the provider's variable is set): then a
+    "missing API key" text is the server's complaint about the key it got (a proxy that wants
+    another header), not a setting to make, and the usual status rules apply."""
+    if secrets:
+        return True
+    litellm = sys.modules.get("litellm")
+    if litellm is not None:
+        found: Any = probe("litellm's key variables", lambda: litellm.validate_environment(model=model), None)
+        return isinstance(found, dict) and found.get("keys_in_environment") is True
+    return model.partition("/")[0] in ("openai", model) and bool(os.environ.get("OPENAI_API_KEY"))
+
+
 def missing_key_error(model: str, **kw: Any) -> AuthenticationError:
     """The error for a request that found no API key, naming the setting to make."""
     return AuthenticationError(f"{model}: no API key was found: {_key_advice(model)}", model=model, **kw)
@@ -272,7 +286,7 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
         or isinstance(exc, (TimeoutError, asyncio.TimeoutError))
     ):
         err = LMTimeoutError(msg("the request timed out"), **kw)
-    elif _MISSING_KEY.search(low):
+    elif _MISSING_KEY.search(low) and not _had_key(model, secrets):
         # before the connection checks: litellm reports some missing keys as connection errors
         # (with a stand-in api.openai.com URL) or as HTTP 500/401, although nothing was sent
         if status not in (401, 403):

@@ -95,3 +95,30 @@ def test_a_local_server_on_the_fast_path_still_needs_no_key(lm_server: Any) -> N
     assert lm([{"role": "user", "content": "hi"}])[0].text
     sent = {name.lower(): value for name, value in lm_server.headers[-1].items()}
     assert sent["authorization"] == "Bearer sk-no-key-required"
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+@pytest.mark.parametrize("key_from", ["api_key=", "environment"])
+def test_a_server_saying_missing_api_key_to_a_key_it_got_is_a_rejection_not_a_setting_to_make(
+    monkeypatch: pytest.MonkeyPatch, fast_path: bool, key_from: str
+) -> None:
+    # a proxy that wants its key in another header answers "Missing API key" to the key sent;
+    # sigform told the user to set OPENAI_API_KEY or pass api_key=, which they had done, and
+    # left out what the server said
+    from sigform.testing.providers import ErrorReply, OpenAIChatFake
+
+    key = "sk-user-0123456789abcdef"
+    given: dict[str, Any] = {"api_key": key}
+    if key_from == "environment":
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        given = {}
+    with OpenAIChatFake(default=ErrorReply(401, "Missing API key")) as fake, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an unknown-model notice is not what this is about
+        lm = sf.LM("openai/proxy-model", api_base=fake.api_base, num_retries=0, cache=False,
+                   fast_path=fast_path, **given)
+        with pytest.raises(sf.AuthenticationError) as info:
+            lm([{"role": "user", "content": "hi"}])
+    message = str(info.value)
+    assert message.startswith("openai/proxy-model: the provider rejected the credentials (HTTP 401): ")
+    assert "Missing API key" in message and "no API key was found" not in message
+    assert info.value.status_code == 401 and key not in message
