@@ -6,8 +6,9 @@ Accepted: an optional sign, digits with correctly grouped thousands separators
 ``2,450.00 USD``) unless it contradicts the currency the field's name or description gives
 (``€`` on ``price_usd``, ``$`` on ``fee_eur``, ``$`` on a field described as "amount in EUR");
 ``%`` only on fields named ``*_percent`` and on the values of such a field's dicts (``8.25%`` is
-``8.25``, not ``0.0825``). Everything else (ranges, hedges, words, units, decimal commas) is an
-error: there is no single reading. The same rules read ``Decimal`` fields (:func:`parse_decimal`,
+``8.25``, not ``0.0825``), where a currency mark is an error (``$20`` is no percentage).
+Everything else (ranges, hedges, words, units, decimal commas) is an error: there is no single
+reading. The same rules read ``Decimal`` fields (:func:`parse_decimal`,
 exactly: ``$0.10`` is ``Decimal("0.10")``).
 """
 
@@ -148,6 +149,8 @@ def _number_literal(text: str, field: str) -> str:
     if m.group("sign") and m.group("sign2"):
         raise Invalid(f"{text!r} is not a number")
     marks = [c for c in (m.group("cur"), m.group("cur2")) if c]
+    if marks and percent_allowed(field):  # "$20" on fee_percent is money, not 20 percent
+        raise Invalid(f"{text!r} is an amount of money; a *_percent field holds percentages")
     if marks:
         _check_currency(text, field, marks)
     if m.group("pct") and (marks or not percent_allowed(field)):
