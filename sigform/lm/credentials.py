@@ -25,6 +25,7 @@ import re
 import shlex
 import subprocess
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 from urllib.parse import SplitResult, quote, quote_plus, unquote, urlsplit, urlunsplit
@@ -297,14 +298,23 @@ _SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|auth|sig|credentia
 
 def split_url(url: str) -> SplitResult:
     """``urlsplit(url)``, without the standard library's memo for a URL that may carry
-    credentials (user info or a query): Python 3.11+ keeps the last 128 URLs it split, which
-    would keep the secret in memory after its LM is gone."""
+    credentials (user info or a query): Python 3.11+ keeps the last 128 URLs it split, 3.10 the
+    last 20, which would keep the secret in memory after its LM is gone."""
     if "@" not in url and "?" not in url:
         return urlsplit(url)
-    return _split_unmemoised(url)
+    parts = _split_unmemoised(url)
+    if _PLAIN_MEMO is not None:  # Python 3.10: the memo is a dict keyed by the URL; drop such URLs
+        for key in list(_PLAIN_MEMO):
+            if isinstance(key[0], str) and ("@" in key[0] or "?" in key[0]):
+                _PLAIN_MEMO.pop(key, None)
+    return parts
 
 
 _split_unmemoised = getattr(urlsplit, "__wrapped__", urlsplit)
+# Python 3.10's urlsplit memo (3.11 made it an lru_cache, whose __wrapped__ skips it)
+_PLAIN_MEMO: dict[Any, Any] | None = (
+    None if hasattr(urlsplit, "__wrapped__") else getattr(urllib.parse, "_parse_cache", None)
+)
 
 
 def url_secrets(url: str) -> list[str]:

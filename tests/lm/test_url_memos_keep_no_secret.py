@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import urllib.parse
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -85,3 +86,15 @@ def test_the_memos_still_answer_per_url() -> None:
     assert capabilities.endpoint_key("m", plain) == f"m at {plain}"
     assert capabilities.endpoint_key("m", "http://user:pw@h:81/v1/?k=1") == "m at http://h:81/v1"
     assert capabilities.endpoint_key("m", "user:pw@h/v1?api_key=1") == "m at h/v1"
+
+
+@pytest.mark.skipif(not hasattr(urllib.parse, "_parse_cache"), reason="Python 3.10's urlsplit memo (a dict)")
+def test_python_310s_urlsplit_memo_keeps_no_credential_url() -> None:
+    # 3.10 memoises urlsplit in a plain dict (the last 20 URLs), which has no __wrapped__ to skip:
+    # split_url fell back to urlsplit itself and the URL stayed in that dict
+    url = fresh("https://user:hunter22@proxy.example/v1?api_key=SECRET&n=")
+    before = sys.getrefcount(url)
+    credentials.split_url(url)
+    credentials.redact_url(url)
+    assert sys.getrefcount(url) == before
+    assert not any("hunter22" in str(key) for key in urllib.parse._parse_cache)
