@@ -308,7 +308,8 @@ async def run_abatch(
     with BatchProgress(len(todo), enabled=progress_wanted(progress) and bool(todo)) as bar:
         collector = _Collector(items, limit, bar, resumed)
         try:
-            await _Workers(program, items, todo, collector).run(width)
+            # no more workers than examples: concurrency=100_000 for 10 examples made 100,000 tasks
+            await _Workers(program, items, todo, collector).run(min(width, len(todo)))
         finally:
             if resumed is not None:
                 resumed.close()

@@ -145,3 +145,21 @@ def test_cancelling_an_example_that_handles_its_cancellation_still_stops_the_bat
 
     asyncio.run(main())
     assert sorted(cleaned) == [0, 1, 2]
+
+
+def test_a_concurrency_far_above_the_number_of_examples_starts_no_idle_workers() -> None:
+    # a worker per unit of concurrency: concurrency=300_000 for 10 examples made 300,000 tasks
+    # (11 s of CPU and 300 MB); the task-per-example window never made more than the examples
+    most: list[int] = []
+
+    class Counts:
+        async def acall(self, x: int) -> int:
+            most.append(len(asyncio.all_tasks()))
+            await asyncio.sleep(0)
+            return x
+
+    examples = [{"x": i} for i in range(3)]
+    results = asyncio.run(run_abatch(Counts(), examples, concurrency=100_000, progress=False))
+    assert results == [0, 1, 2]
+    assert max(most) <= 3 + 1  # the workers, and the task awaiting the batch
+    assert asyncio.run(run_abatch(Counts(), [], concurrency=100_000, progress=False)) == []
