@@ -341,8 +341,13 @@ class _Workers:
 
     async def run(self, width: int) -> None:
         workers = [asyncio.ensure_future(self.work()) for _ in range(width)]
+        everything = asyncio.gather(*workers)
+        everything.add_done_callback(_retrieved)
         try:
-            await asyncio.gather(*workers)
+            # shielded: the caller's cancellation reaches this task at once and stops the workers
+            # below; through gather it only cancelled them, and a worker whose example swallowed
+            # its CancelledError went on through the rest of the batch
+            await asyncio.shield(everything)
         finally:  # a failure, max_errors or the caller's cancellation: stop every worker
             self.stopped = True
             for worker in workers:
@@ -358,6 +363,13 @@ class _Workers:
             if self.collector.add(index, _Outcome(value, error, tracker.usage)):
                 self.stopped = True
                 raise self.collector.abort()
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark the outcome of the workers' gather as seen (raised through its shield, or superseded
+    by the caller's cancellation): asyncio would log it as never retrieved."""
+    if not future.cancelled():
+        future.exception()
 
 
 @types.coroutine

@@ -2,7 +2,8 @@
 
 A worker task runs many examples in turn (so that a slot's next request goes out in the step its
 answer is read); a task per example used to give every example a fresh copy of the caller's
-context and leave no reference cycle behind, and the workers must keep both.
+context, leave no reference cycle behind, make no task beyond the examples and stop at the
+caller's cancellation whatever an example did with its own, and the workers must keep all that.
 """
 
 from __future__ import annotations
@@ -163,3 +164,32 @@ def test_a_concurrency_far_above_the_number_of_examples_starts_no_idle_workers()
     assert results == [0, 1, 2]
     assert max(most) <= 3 + 1  # the workers, and the task awaiting the batch
     assert asyncio.run(run_abatch(Counts(), [], concurrency=100_000, progress=False)) == []
+
+
+def test_cancelling_the_batch_stops_it_even_when_an_example_swallows_its_cancellation() -> None:
+    # the workers were cancelled only through gather; a worker whose example caught the
+    # CancelledError (retry or cleanup code that forgets to re-raise) went on through every
+    # remaining example, sending their requests after the caller had cancelled
+    started: list[int] = []
+
+    class Swallows:
+        async def acall(self, x: int) -> int:
+            started.append(x)
+            try:
+                await asyncio.sleep(30 if x < 4 else 0)  # the first 4 are in flight at the cancel
+            except asyncio.CancelledError:
+                return -1
+            return x
+
+    async def main() -> None:
+        examples = [{"x": i} for i in range(40)]
+        run = asyncio.ensure_future(run_abatch(Swallows(), examples, concurrency=4, progress=False))
+        while len(started) < 4:
+            await asyncio.sleep(0)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert len(asyncio.all_tasks()) == 1
+
+    asyncio.run(main())
+    assert sorted(started) == [0, 1, 2, 3]
