@@ -67,7 +67,10 @@ def _is_openai_api(req: Request, base: str | None) -> bool:
     """Whether ``req`` goes to OpenAI's own API (the SDK's default endpoint, or named)."""
     if base is None:
         return req.provider == "openai"
-    return split_url(base).hostname == "api.openai.com"  # not urlsplit: its memo keeps the URL
+    try:
+        return split_url(base).hostname == "api.openai.com"  # not urlsplit: its memo keeps the URL
+    except ValueError:  # a malformed URL ("http://[::1/v1") is the request's to report, with the model
+        return False
 
 
 def _organization(req: Request) -> list[tuple[str, Any]]:

@@ -122,3 +122,15 @@ def test_a_server_saying_missing_api_key_to_a_key_it_got_is_a_rejection_not_a_se
     assert message.startswith("openai/proxy-model: the provider rejected the credentials (HTTP 401): ")
     assert "Missing API key" in message and "no API key was found" not in message
     assert info.value.status_code == 401 and key not in message
+
+
+def test_a_malformed_endpoint_without_a_key_is_the_calls_error_not_a_bare_value_error() -> None:
+    # the "is it OpenAI's own API?" check split the URL and let urlsplit's ValueError out,
+    # naming neither the model nor the call
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm = sf.LM("openai/gpt-4o-mini", api_base="http://[::1/v1", num_retries=0, cache=False,
+                   fast_path=True)
+    with pytest.raises(sf.LMError) as info:
+        lm([{"role": "user", "content": "hi"}])
+    assert str(info.value).startswith("openai/gpt-4o-mini: ")
