@@ -55,8 +55,9 @@ def _safe_url(request: Any) -> str | None:
     parts = split_url(url)
     if not parts.scheme or not parts.hostname:
         return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # an IPv6 literal
     port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname}{port}{parts.path}"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def _classify(error: OSError) -> str:

@@ -72,3 +72,12 @@ def test_user_info_and_query_never_reach_the_message() -> None:
     err = _fail(f"http://user:pw-secret@127.0.0.1:{port}/v1", None)
     assert "pw-secret" not in str(err) and "user:" not in str(err)
     assert f"http://127.0.0.1:{port}/v1" in str(err)
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6")
+@pytest.mark.parametrize("use_async", CALLS)
+@pytest.mark.parametrize("fast_path", ROUTES)
+def test_an_ipv6_endpoint_is_shown_with_its_brackets(fast_path: bool | None, use_async: bool) -> None:
+    # "http://::1:1/v1" was shown: no such URL, and the port cannot be told from the address
+    err = _fail("http://[::1]:1/v1", fast_path, use_async)
+    assert "could not reach http://[::1]:1/v1/chat/completions" in str(err)
