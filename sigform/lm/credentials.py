@@ -319,10 +319,7 @@ _PLAIN_MEMO: dict[Any, Any] | None = (
 
 def url_secrets(url: str) -> list[str]:
     """The credentials inside a URL: its user info (``user:pass@``) and secret query values."""
-    try:
-        parts = split_url(url)
-    except ValueError:
-        return []
+    parts = _split_leniently(url)
     out = [v for v in (parts.username, parts.password) if v]
     if parts.username or parts.password:  # as sent: "Authorization: Basic base64(user:pass)"
         pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
@@ -337,10 +334,7 @@ def url_secrets(url: str) -> list[str]:
 def url_credential_parts(url: str) -> list[str]:
     """Which parts of ``url`` hold credentials, by kind and name only (``"user info"``,
     ``"query parameter api_key"``): what :func:`strip_url_credentials` removes, safe to save."""
-    try:
-        parts = split_url(url)
-    except ValueError:
-        return []
+    parts = _split_leniently(url)
     out = ["user info"] if parts.username or parts.password else []
     for pair in parts.query.split("&") if parts.query else ():
         name, sep, value = pair.partition("=")
@@ -352,11 +346,25 @@ def url_credential_parts(url: str) -> list[str]:
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 
 
-def _rewrite_url(url: str, replacement: str | None) -> str:
+def _split_leniently(url: str) -> SplitResult:
+    """:func:`split_url`, or for a URL it refuses (a bad IPv6 literal: ``http://u:pw@[::1/v1``)
+    the generic split of RFC 3986 (appendix B), which never fails: the credentials of a malformed
+    URL are found and removed too, rather than the URL being kept whole in reprs, history and
+    saved files."""
     try:
-        parts = split_url(url)
+        return split_url(url)
     except ValueError:
-        return url
+        found = _URL_PARTS.fullmatch(url)
+        assert found is not None  # every string matches
+        scheme, netloc, path, query, fragment = (part or "" for part in found.groups())
+        return SplitResult(scheme.lower(), netloc, path, query, fragment)
+
+
+_URL_PARTS = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
+
+
+def _rewrite_url(url: str, replacement: str | None) -> str:
+    parts = _split_leniently(url)
     if not url_secrets(url):
         return url
     netloc = parts.netloc.rpartition("@")[2]

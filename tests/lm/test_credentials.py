@@ -216,3 +216,27 @@ def test_secret_named_settings_are_masked() -> None:
 def test_scrub_replaces_secret_and_its_prefix() -> None:
     assert scrub(f"key {SECRET} and {SECRET[:8]}****", [SECRET]) == "key *** and *******"
     assert scrub("nothing here", [SECRET, ""]) == "nothing here"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:hunter22@[::1/v1",  # an IPv6 literal without its closing bracket
+        "https://user:hunter22@[2001:db8::1/v1?api_key=hunter22&region=eu",
+    ],
+)
+def test_a_malformed_url_loses_its_credentials_too(url: str, tmp_path: Path) -> None:
+    # urlsplit refuses such a URL, and the credential readers then kept it whole: the password
+    # was in repr(lm), in the history and in the saved program file
+    from sigform.lm.credentials import redact_url, strip_url_credentials, url_secrets
+
+    assert "hunter22" not in redact_url(url) and "***@" in redact_url(url)
+    assert "hunter22" not in strip_url_credentials(url)
+    assert "hunter22" in url_secrets(url)  # so error text is scrubbed of it
+    lm = LM("openai/gpt-4o-mini", api_base=url, api_key="sk-x", num_retries=0, cache=False)
+    assert "hunter22" not in repr(lm)
+    saved = sf.Predict("q -> a", lm=lm).save(tmp_path / "program.json")
+    assert "hunter22" not in saved.read_text()
+    with pytest.raises(sf.LMError) as info:
+        lm([{"role": "user", "content": "hi"}])
+    assert "hunter22" not in str(info.value) and "hunter22" not in str(list(lm.history))
