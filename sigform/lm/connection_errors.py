@@ -52,11 +52,14 @@ def _safe_url(request: Any) -> str | None:
     url = probe("URL of a failed request", lambda: str(request.url), None)  # httpx raises without one
     if url is None:
         return None
-    parts = split_url(url)
+    try:
+        parts = split_url(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port out of range, a bad IPv6 literal: shown without a URL, not raised
+        return None
     if not parts.scheme or not parts.hostname:
         return None
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # an IPv6 literal
-    port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 

@@ -81,3 +81,19 @@ def test_an_ipv6_endpoint_is_shown_with_its_brackets(fast_path: bool | None, use
     # "http://::1:1/v1" was shown: no such URL, and the port cannot be told from the address
     err = _fail("http://[::1]:1/v1", fast_path, use_async)
     assert "could not reach http://[::1]:1/v1/chat/completions" in str(err)
+
+
+@pytest.mark.parametrize("fast_path", ROUTES)
+@pytest.mark.parametrize("api_base", ["http://127.0.0.1:99999/v1", "http://127.0.0.1:abc/v1"])
+def test_an_endpoint_with_an_impossible_port_is_the_calls_error(
+    fast_path: bool | None, api_base: str
+) -> None:
+    # reading the failed request's URL (and the JSON adapter's endpoint key) raised urllib's bare
+    # "ValueError: Port out of range 0-65535" in place of the call's error
+    lm = sf.LM("openai/gpt-4o-mini", api_base=api_base, api_key="sk-secret-123", num_retries=0, cache=False,
+               fast_path=fast_path)
+    for call in (lambda: lm([{"role": "user", "content": "hi"}]),
+                 lambda: sf.Predict("q -> a", lm=lm, adapter=sf.JSONAdapter())(q="hi")):
+        with pytest.raises(sf.LMError) as info:
+            call()
+        assert str(info.value).startswith("openai/gpt-4o-mini: ")
