@@ -36,6 +36,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import replace
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sigform.lm.retry import RetryPolicy
@@ -339,28 +340,34 @@ def _per_minute(value: Any) -> str | None:
     """A positive number, or a rate written as "N/unit" (s, sec, min, minute, h, hour, day ...),
     as the per-minute figure to write ("600", "1000/60"); None when it is neither (only used to
     suggest the setting, never as a limit)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:g}" if math.isfinite(value) and value > 0 else None
-    if not isinstance(value, str) or len(value) > 40:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)) or len(str(value)) > 40:
         return None
-    count, slash, unit = value.replace(" ", "").lower().partition("/")
-    try:
-        number = float(count)
-    except ValueError:
+    count, slash, unit = str(value).replace(" ", "").lower().partition("/")
+    try:  # exact: the figure to copy must be the one given (":g" wrote 1234567 as 1.23457e+06)
+        number = Decimal(count)
+    except InvalidOperation:
         return None
-    seconds = _UNIT_SECONDS.get(unit) if slash else 60.0
-    if seconds is None or not math.isfinite(number) or number <= 0:
+    seconds = _UNIT_SECONDS.get(unit) if slash else 60
+    # within sane figures only: "1e999999/s" would be written out as a million digits
+    if seconds is None or not number.is_finite() or not _SANE[0] <= number <= _SANE[1]:
         return None
     if seconds <= 60:
-        return f"{number * 60 / seconds:g}"
-    return f"{number:g}/{seconds / 60:g}"
+        return _figure(number * 60 / seconds)
+    return f"{_figure(number)}/{seconds // 60}"
+
+
+_SANE = (Decimal("1e-9"), Decimal("1e15"))
+
+
+def _figure(number: Decimal) -> str:
+    return format(number.normalize(), "f")
 
 
 _UNIT_SECONDS = {
-    **dict.fromkeys(("s", "sec", "second", "seconds"), 1.0),
-    **dict.fromkeys(("m", "min", "minute", "minutes"), 60.0),
-    **dict.fromkeys(("h", "hr", "hour", "hours"), 3600.0),
-    **dict.fromkeys(("d", "day", "days"), 86400.0),
+    **dict.fromkeys(("s", "sec", "second", "seconds"), 1),
+    **dict.fromkeys(("m", "min", "minute", "minutes"), 60),
+    **dict.fromkeys(("h", "hr", "hour", "hours"), 3600),
+    **dict.fromkeys(("d", "day", "days"), 86400),
 }
 
 
