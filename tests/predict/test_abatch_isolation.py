@@ -103,6 +103,7 @@ def test_failed_examples_leave_no_reference_cycle_holding_the_batch() -> None:
     gc.collect()
     gc.disable()
     gc.set_debug(gc.DEBUG_SAVEALL)  # what the collector finds stays in gc.garbage
+    muted = logging.root.manager.disable
     logging.disable(logging.WARNING)  # pytest's log capture would keep the errors (and all) alive
     try:
         examples = [{"x": i} for i in range(30)]
@@ -115,7 +116,7 @@ def test_failed_examples_leave_no_reference_cycle_holding_the_batch() -> None:
         gc.collect()
         left = [o for o in gc.garbage if isinstance(o, (Example, Prediction))]
     finally:
-        logging.disable(logging.NOTSET)
+        logging.disable(muted)
         gc.set_debug(0)
         gc.garbage.clear()
         gc.enable()
