@@ -66,7 +66,10 @@ def _base(req: Request) -> str | None:
 def _is_openai_api(req: Request, base: str | None) -> bool:
     """Whether ``req`` goes to OpenAI's own API (the SDK's default endpoint, or named)."""
     if base is None:
-        return req.provider == "openai"
+        if req.provider != "openai":
+            return False
+        # the SDK sends to OPENAI_BASE_URL when it is set (a local server that needs no key)
+        base = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     try:
         return split_url(base).hostname == "api.openai.com"  # not urlsplit: its memo keeps the URL
     except ValueError:  # a malformed URL ("http://[::1/v1") is the request's to report, with the model

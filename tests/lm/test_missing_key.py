@@ -134,3 +134,19 @@ def test_a_malformed_endpoint_without_a_key_is_the_calls_error_not_a_bare_value_
     with pytest.raises(sf.LMError) as info:
         lm([{"role": "user", "content": "hi"}])
     assert str(info.value).startswith("openai/gpt-4o-mini: ")
+
+
+def test_openai_base_url_pointing_at_a_local_server_still_needs_no_key(
+    lm_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the SDK sends to OPENAI_BASE_URL when it is set; the keyless check took every openai/ model
+    # without an api_base for OpenAI's own API and refused to send
+    monkeypatch.setenv("OPENAI_BASE_URL", lm_server.api_base)
+    lm = sf.LM("openai/local-model", num_retries=0, cache=False, fast_path=True)
+    assert lm([{"role": "user", "content": "hi"}])[0].text
+    sent = {name.lower(): value for name, value in lm_server.headers[-1].items()}
+    assert sent["authorization"] == "Bearer sk-no-key-required"
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")  # OpenAI's own, named
+    openai_lm = sf.LM("openai/gpt-4o-mini", num_retries=0, cache=False, fast_path=True)
+    with pytest.raises(sf.AuthenticationError, match="no API key was found"):
+        openai_lm([{"role": "user", "content": "hi"}])
