@@ -79,6 +79,13 @@ _EXPORTS: dict[str, str] = {
     "ParamSpec": "sigform.lm",
     "ParameterError": "sigform.errors",
     "ParameterWarning": "sigform.lm",
+    "BatchFailureWarning": "sigform.predict.batch",
+    "CheckpointWarning": "sigform.predict.checkpoint",
+    "SavedStateWarning": "sigform.lm.saved_state",
+    "CacheWarning": "sigform.lm.cache",
+    "UnknownModelWarning": "sigform.lm.model_names",
+    "MetricErrorWarning": "sigform.evaluation.runner",
+    "LabelLeakWarning": "sigform.evaluation.leaks",
     "CredentialError": "sigform.errors",
     "LocalModelError": "sigform.errors",
     "Pruning": "sigform.conversation",
@@ -148,11 +155,14 @@ __all__ = [
     "AutoAdapter",
     "BadRequestError",
     "BatchError",
+    "BatchFailureWarning",
     "BestOfN",
     "BootstrapFewShot",
+    "CacheWarning",
     "Callback",
     "ChainOfThought",
     "ChatAdapter",
+    "CheckpointWarning",
     "CommandTool",
     "Completion",
     "ContextWindowError",
@@ -174,9 +184,11 @@ __all__ = [
     "KNNFewShot",
     "LMError",
     "LMTimeoutError",
+    "LabelLeakWarning",
     "LabeledFewShot",
     "LocalModelError",
     "Media",
+    "MetricErrorWarning",
     "Module",
     "OutputField",
     "ParamSpec",
@@ -194,6 +206,7 @@ __all__ = [
     "Reasoning",
     "Refine",
     "RequestVetoed",
+    "SavedStateWarning",
     "Score",
     "SigformError",
     "Signature",
@@ -209,6 +222,7 @@ __all__ = [
     "TwoStepAdapter",
     "TypeDescription",
     "TypedMatch",
+    "UnknownModelWarning",
     "Usage",
     "XMLAdapter",
     "__version__",
@@ -319,6 +333,8 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         ToolError,
     )
     from sigform.evaluation import Evaluate, EvaluationResult, Score, TypedMatch, aevaluate, evaluate
+    from sigform.evaluation.leaks import LabelLeakWarning
+    from sigform.evaluation.runner import MetricErrorWarning
     from sigform.hooks import Callback
     from sigform.lm import (
         LM,
@@ -327,7 +343,10 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         StreamDelta,
         inspect_history,
     )
+    from sigform.lm.cache import CacheWarning
     from sigform.lm.interface import Completion, ToolCall, Usage
+    from sigform.lm.model_names import UnknownModelWarning
+    from sigform.lm.saved_state import SavedStateWarning
     from sigform.optimize import BootstrapFewShot, KNNFewShot, LabeledFewShot, RandomSearch
     from sigform.predict import (
         BestOfN,
@@ -341,6 +360,8 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         majority,
         track_usage,
     )
+    from sigform.predict.batch import BatchFailureWarning
+    from sigform.predict.checkpoint import CheckpointWarning
     from sigform.settings import configure, context
     from sigform.signatures import InputField, OutputField, Signature, make_signature
     from sigform.tools import Agent, CommandTool, Tool, ToolResult

@@ -75,3 +75,22 @@ def test_subpackages_are_reachable_as_attributes_lazily():
         "print(before, sf.local.MODEL_NAME, callable(sf.hooks.register), 'litellm' in sys.modules)"
     )
     assert _fresh(code) == "False gemma-3-270m True False"
+
+
+def test_every_warning_class_sigform_defines_is_public() -> None:
+    # users filter warnings by class (warnings.filterwarnings("ignore", category=sf.X)); a class
+    # reachable only through an internal module path is one they cannot name safely
+    code = (
+        "import importlib, inspect, pkgutil, sigform as sf\n"
+        "found = set()\n"
+        "for info in pkgutil.walk_packages(sf.__path__, 'sigform.'):\n"
+        "    if info.name.startswith(('sigform.ray', 'sigform.local.__main__', 'sigform.cli.__main__')):\n"
+        "        continue\n"
+        "    module = importlib.import_module(info.name)\n"
+        "    for name, value in vars(module).items():\n"
+        "        if inspect.isclass(value) and issubclass(value, Warning):\n"
+        "            if value.__module__ == info.name:\n"
+        "                found.add(name)\n"
+        "print(sorted(n for n in found if getattr(sf, n, None) is None or n not in sf.__all__))\n"
+    )
+    assert _fresh(code) == "[]"

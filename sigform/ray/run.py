@@ -125,7 +125,10 @@ def _warn_url_credentials_stay(name: str, lm: Any) -> None:
     from sigform.lm.credentials import strip_url_credentials, url_credential_parts
     from sigform.lm.saved_state import SavedStateWarning
 
-    api_base = getattr(lm, "api_base", None)
+    # only a URL written in the code can hold credentials the saved state drops; an env:/cmd:
+    # api_base is not resolved here (that would run the command on the driver just to decide)
+    source = getattr(lm, "_api_base", None)
+    api_base = source.get() if source is not None and source.kind == "literal" else None
     removed = url_credential_parts(api_base) if isinstance(api_base, str) else []
     if isinstance(api_base, str) and removed:
         warnings.warn(

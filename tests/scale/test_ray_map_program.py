@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -251,3 +252,19 @@ def test_a_program_with_a_signature_made_at_run_time_travels_to_a_worker() -> No
     assert again.adapter.format(again.signature, again.demos, inputs) == program.adapter.format(
         program.signature, program.demos, inputs
     )
+
+
+def test_the_url_credentials_warning_never_resolves_a_command_api_base(tmp_path: Path) -> None:
+    # deciding whether to warn that URL credentials stay behind ran a cmd: api_base on the driver
+    from sigform.ray.run import _warn_url_credentials_stay
+
+    marker = tmp_path / "ran"
+    command_lm = sf.LM("openai/m", api_base=f"cmd:touch {marker} && echo http://127.0.0.1:9/v1", cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_url_credentials_stay("self", command_lm)
+    assert not marker.exists()
+    literal_lm = sf.LM("openai/m", api_base="http://user:pw@127.0.0.1:9/v1", cache=False)
+    with pytest.warns(sf.SavedStateWarning, match="never travel to Ray workers") as seen:
+        _warn_url_credentials_stay("self", literal_lm)
+    assert "pw" not in str(seen[0].message)
