@@ -200,16 +200,23 @@ def _unreadable_stream(exc: BaseException) -> BaseException | None:
     return None
 
 
-def _key_advice(model: str) -> str:
+def _key_environment(model: str) -> dict[str, Any] | None:
+    """litellm's reading of ``model``'s key variables (``validate_environment``), when litellm is
+    already imported (this is the error path: never import it for this), else None."""
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return None
+    found: Any = probe("litellm's key variables", lambda: litellm.validate_environment(model=model), None)
+    return found if isinstance(found, dict) else None
+
+
+def _key_advice(model: str, environment: dict[str, Any] | None) -> str:
     """Which setting gives ``model`` its key, said once (the provider's own wording, which often
     lists every way the library could authenticate, stays on ``provider_message``)."""
-    litellm = sys.modules.get("litellm")  # only when already imported: this is the error path
     names: list[str] = []
-    if litellm is not None:
-        found: Any = probe("litellm's key variables", lambda: litellm.validate_environment(model=model), None)
-        missing = found.get("missing_keys") if isinstance(found, dict) else None
-        names = [n for n in missing or () if isinstance(n, str)]
-    elif model.partition("/")[0] in ("openai", model):
+    if environment is not None:
+        names = [n for n in environment.get("missing_keys") or () if isinstance(n, str)]
+    elif sys.modules.get("litellm") is None and model.partition("/")[0] in ("openai", model):
         names = ["OPENAI_API_KEY"]
     if len(names) == 1:
         where = f"set {names[0]} in the environment"
@@ -220,22 +227,27 @@ def _key_advice(model: str) -> str:
     return f"{where} or pass api_key=... to sf.LM(...)"
 
 
-def _had_key(model: str, secrets: list[str]) -> bool:
+def _had_key(model: str, secrets: list[str], environment: dict[str, Any] | None) -> bool:
     """Whether the request had a key (its own, or the provider's variable is set): then a
     "missing API key" text is the server's complaint about the key it got (a proxy that wants
     another header), not a setting to make, and the usual status rules apply."""
     if secrets:
         return True
-    litellm = sys.modules.get("litellm")
-    if litellm is not None:
-        found: Any = probe("litellm's key variables", lambda: litellm.validate_environment(model=model), None)
-        return isinstance(found, dict) and found.get("keys_in_environment") is True
+    if sys.modules.get("litellm") is not None:
+        return environment is not None and environment.get("keys_in_environment") is True
     return model.partition("/")[0] in ("openai", model) and bool(os.environ.get("OPENAI_API_KEY"))
 
 
-def missing_key_error(model: str, **kw: Any) -> AuthenticationError:
-    """The error for a request that found no API key, naming the setting to make."""
-    return AuthenticationError(f"{model}: no API key was found: {_key_advice(model)}", model=model, **kw)
+def missing_key_error(
+    model: str, environment: dict[str, Any] | None = None, **kw: Any
+) -> AuthenticationError:
+    """The error for a request that found no API key, naming the setting to make
+    (``environment``: :func:`_key_environment`'s answer, when the caller already has it)."""
+    if environment is None:
+        environment = _key_environment(model)
+    return AuthenticationError(
+        f"{model}: no API key was found: {_key_advice(model, environment)}", model=model, **kw
+    )
 
 
 def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()) -> BaseException:
@@ -286,12 +298,14 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
         or isinstance(exc, (TimeoutError, asyncio.TimeoutError))
     ):
         err = LMTimeoutError(msg("the request timed out"), **kw)
-    elif _MISSING_KEY.search(low) and not _had_key(model, secrets):
+    elif _MISSING_KEY.search(low) and not _had_key(
+        model, secrets, environment := _key_environment(model)
+    ):
         # before the connection checks: litellm reports some missing keys as connection errors
         # (with a stand-in api.openai.com URL) or as HTTP 500/401, although nothing was sent
         if status not in (401, 403):
             kw["status_code"] = None
-        err = missing_key_error(**kw)
+        err = missing_key_error(environment=environment, **kw)
     elif (failure := connection_failure(exc)) is not None:
         # no response came: no HTTP status either (litellm reports one as HTTP 500)
         kw["status_code"] = None

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from sigform.lm.client_pool import ClientPool, Lease
-from sigform.lm.credentials import split_url
+from sigform.lm.credentials import memoised_by_url, split_url
 from sigform.lm.errors_map import missing_key_error
 from sigform.lm.io_loop import in_io_thread, io_loop, run_in_io_loop
 from sigform.lm.request import Request
@@ -70,8 +70,13 @@ def _is_openai_api(req: Request, base: str | None) -> bool:
             return False
         # the SDK sends to OPENAI_BASE_URL when it is set (a local server that needs no key)
         base = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    return _openai_host(base)
+
+
+@memoised_by_url  # asked on every keyless request (local servers)
+def _openai_host(url: str) -> bool:
     try:
-        return split_url(base).hostname == "api.openai.com"  # not urlsplit: its memo keeps the URL
+        return split_url(url).hostname == "api.openai.com"  # not urlsplit: its memo keeps the URL
     except ValueError:  # a malformed URL ("http://[::1/v1") is the request's to report, with the model
         return False
 

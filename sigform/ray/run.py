@@ -129,8 +129,10 @@ def _warn_url_credentials_stay(name: str, lm: Any) -> None:
     # api_base is not resolved here (that would run the command on the driver just to decide)
     source = getattr(lm, "_api_base", None)
     api_base = source.get() if source is not None and source.kind == "literal" else None
-    removed = url_credential_parts(api_base) if isinstance(api_base, str) else []
-    if isinstance(api_base, str) and removed:
+    if not isinstance(api_base, str):
+        return
+    removed = url_credential_parts(api_base)
+    if removed:
         warnings.warn(
             f"predictor {name!r}: the credentials in its LM's api_base ({', '.join(removed)}) "
             f"never travel to Ray workers, which send to {strip_url_credentials(api_base)} "
