@@ -36,3 +36,15 @@ def test_corpus_tests_skip_cleanly_on_a_lone_clone(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "the shared parse corpus is not beside this clone" in done.stdout
     assert "failed" not in done.stdout.splitlines()[-1]
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## On a fresh machine", 1)[1].split("\n## ", 1)[0]
+    blocks = [block.strip() for block in section.split("```bash")[1:]]
+    commands = [block.split("```", 1)[0].strip() for block in blocks]
+    (test_command,) = [command for command in commands if "pytest" in command]
+    ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test_command in ci_lines
+    # a new virtualenv: the run sees what a fresh machine resolves, not what this one kept
+    assert test_command.startswith("python -m venv .venv && .venv/bin/")

@@ -357,7 +357,7 @@ class _Workers:
     async def work(self) -> None:
         for index in self.queue:
             with track_usage() as tracker:
-                value, error = await _call_in_own_context(self.program, self.items[index][1])
+                value, error = await _InOwnContext(self.program, self.items[index][1])
             if self.stopped:
                 return
             if self.collector.add(index, _Outcome(value, error, tracker.usage)):
@@ -372,10 +372,7 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-@types.coroutine
-def _call_in_own_context(
-    program: Any, inputs: dict[str, Any]
-) -> Generator[Any, Any, tuple[Any, Exception | None]]:
+class _InOwnContext:
     """``await program.acall(**inputs)`` with every step run in a fresh copy of the current
     context: ``(value, None)``, or ``(None, error)`` if it raised an Exception.
 
@@ -386,28 +383,36 @@ def _call_in_own_context(
     through, and the worker's leads to the collector that keeps the error -- a cycle that held
     the whole batch in memory until the garbage collector ran.
     """
-    context = contextvars.copy_context()
-    try:
-        steps = context.run(_steps_of, program, inputs)
-    except Exception as exc:
-        return None, exc
-    step: Any = None
-    value: Any = None
-    try:
-        step = context.run(steps.send, None)
-        while True:
-            try:
-                value = yield step
-            except BaseException as thrown:  # the task's cancellation: the example's to handle
-                step = context.run(steps.throw, thrown)
-            else:
-                step = context.run(steps.send, value)
-    except StopIteration as stop:
-        return stop.value, None
-    except Exception as exc:
-        return None, exc
-    finally:  # a failed step's future holds the error, whose traceback holds this frame
-        step = value = None
+
+    __slots__ = ("inputs", "program")
+
+    def __init__(self, program: Any, inputs: dict[str, Any]) -> None:
+        self.program, self.inputs = program, inputs
+
+    def __await__(self) -> Generator[Any, Any, tuple[Any, Exception | None]]:
+        program, inputs = self.program, self.inputs
+        context = contextvars.copy_context()
+        try:
+            steps = context.run(_steps_of, program, inputs)
+        except Exception as exc:
+            return None, exc
+        step: Any = None
+        value: Any = None
+        try:
+            step = context.run(steps.send, None)
+            while True:
+                try:
+                    value = yield step
+                except BaseException as thrown:  # the task's cancellation: the example's to handle
+                    step = context.run(steps.throw, thrown)
+                else:
+                    step = context.run(steps.send, value)
+        except StopIteration as stop:
+            return stop.value, None
+        except Exception as exc:
+            return None, exc
+        finally:  # a failed step's future holds the error, whose traceback holds this frame
+            step = value = None
 
 
 def _steps_of(program: Any, inputs: dict[str, Any]) -> Generator[Any, Any, Any]:

@@ -206,7 +206,8 @@ def _with_constraints(spec: FieldSpec) -> Any:
     try:
         metadata = Field(**spec.constraints).metadata
         params = (annotation, *metadata)  # as a name: mypy reads `X[(a, *b)]` as 3.11-only syntax
-        constrained = Annotated[params] if metadata else annotation
+        # Any: an Annotated special form built at run time, which pydantic 2.14's TypeForm rejects
+        constrained: Any = Annotated[params] if metadata else annotation
         TypeAdapter(constrained)
     except Exception as exc:  # pydantic raises several types here; report them uniformly
         raise SignatureError(
