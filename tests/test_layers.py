@@ -18,9 +18,10 @@ PACKAGE = Path(sigform.__file__).parent
 
 LAYERS: list[tuple[str, ...]] = [
     # foundations: settings, the error hierarchy, lazy-import machinery, text excerpts, probes,
-    # the chat message type
+    # the chat message type, opening and locking data files
     (
         "sigform._lazy",
+        "sigform.files",
         "sigform.warmup",
         "sigform.settings",
         "sigform.errors",

@@ -18,8 +18,13 @@ result is rebuilt by validating each stored field against the type the program's
 declare for it (a ``date`` field comes back as a ``date``, a model as that model); a result
 whose values would not come back equal (an undeclared field of a type JSON cannot carry) is not
 recorded -- that example runs again on a restart -- and a warning says which field. A malformed
-line is an error naming the line; only an unfinished last line (a write cut off by the kill) is
-dropped. Restored results carry their outputs, not the raw LM text or usage of the first run.
+line is an error naming the line; only a damaged last line (a write cut off by a crash) is
+dropped, with a warning. Restored results carry their outputs, not the raw LM text or usage of
+the first run.
+
+One run writes a checkpoint at a time: the file is locked (``flock``) while it is open, and a
+second run on it is a :class:`CheckpointError` naming the file and, where the OS says, the
+process holding it. Rows are only appended (``O_APPEND``), so nothing written is ever overwritten.
 
 Format: the first line is ``{"format": "sigform.checkpoint", "version": 1, "program": <digest>}``;
 every other line is ``{"key": <hex>, "output": {field: value, ...}}`` (or ``"value"`` for a
@@ -188,49 +193,96 @@ def _same(a: Any, b: Any) -> bool:
 class Checkpoint:
     """One checkpoint file opened for a program: finished rows by key, and an appender."""
 
-    def __init__(self, path: str | os.PathLike[str], program: Any, *, digest: str | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], program: Any, *, digest: str | None = None, write: bool = True
+    ) -> None:
         """``digest`` defaults to :func:`program_digest` of ``program`` (a worker that rebuilt the
-        program elsewhere passes the digest its driver computed)."""
+        program elsewhere passes the digest its driver computed). ``write=False`` only reads the
+        finished rows (no lock: the file may still be another process's, e.g. a Ray worker's)."""
         self.path = Path(path)
         self.digest = digest if digest is not None else program_digest(program)
         self._codec = _Codec(_declared_outputs(program), _exact_outputs(program))
         self._rows: dict[str, Mapping[str, Any]] = {}
         self._lock = threading.Lock()
         self._warned: set[str] = set()
-        self._file = self._open()
+        self._file: BinaryIO | None = None
+        if write:
+            self._file = self._open()
+        else:
+            self._read_only()
 
     # -- reading ---------------------------------------------------------------------------
     def _open(self) -> BinaryIO:
+        """The file opened for appending and locked for this run, its finished rows loaded."""
+        from sigform.files import FileLocked, NotRegularFile, describe_process, lock_exclusive, open_regular
+
         if self.path.is_dir():  # else a bare IsADirectoryError: checkpoint="finished/" is Ray's form
             raise CheckpointError(
                 f"{self.path}: is a folder; batch() takes a checkpoint file, e.g. "
                 f"checkpoint={str(self.path / 'run.jsonl')!r} (a folder is sigform.ray.map_program's form)"
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            fresh: BinaryIO = open(self.path, "ab")  # noqa: SIM115 (kept open for appends)
-            self._append(fresh, {"format": FORMAT, "version": VERSION, "program": self.digest})
-            return fresh
-        keep = self._read()
-        handle: BinaryIO = open(self.path, "r+b")  # noqa: SIM115
-        handle.truncate(keep)  # an unfinished last line (cut off by a kill) is dropped
-        handle.seek(keep)
+        try:
+            fd = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except NotRegularFile as exc:
+            raise CheckpointError(f"{exc}; give batch() a checkpoint file") from None
+        # appends only (O_APPEND): every write lands at the end, never over another line
+        handle: BinaryIO = os.fdopen(fd, "a+b")
+        try:
+            try:
+                lock_exclusive(fd, str(self.path))
+            except FileLocked as exc:
+                raise CheckpointError(
+                    f"{self.path}: another run is writing this checkpoint ({describe_process(exc.holder)}); "
+                    "two runs on one file would mix their rows. Wait for that run to finish, or give "
+                    "this one another checkpoint path"
+                ) from None
+            handle.seek(0)
+            data = handle.read()
+            if not data:
+                self._append(handle, {"format": FORMAT, "version": VERSION, "program": self.digest})
+                return handle
+            keep = self._read(data)
+            if keep < len(data):  # a write cut off by a crash: that example runs again
+                handle.truncate(keep)
+        except BaseException:
+            handle.close()
+            raise
         return handle
 
-    def _read(self) -> int:
-        """Load the finished rows; returns the byte length of the complete lines."""
-        data = self.path.read_bytes()
+    def _read_only(self) -> None:
+        from sigform.files import NotRegularFile, open_regular
+
+        try:
+            fd = open_regular(self.path, os.O_RDONLY)
+        except NotRegularFile as exc:
+            raise CheckpointError(f"{exc}; give batch() a checkpoint file") from None
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read()
+        if data:  # an empty file: its writer has not written the header yet
+            self._read(data)
+
+    def _read(self, data: bytes) -> int:
+        """Load the finished rows from the file's ``data``; returns the byte length to keep.
+
+        Rows are only ever appended, one write per line, so a crash can damage only the last
+        line: left unfinished, or (a lost disk write) ended but not JSON. That line is dropped
+        with a warning and its example runs again; every row before it is kept."""
         complete = data.rfind(b"\n") + 1
         lines = data[:complete].split(b"\n")[:-1]
         if not lines:
             raise CheckpointError(f"{self.path}: not a sigform checkpoint (no complete first line)")
         self._check_header(lines[0])
+        keep, torn = complete, len(lines) + 1 if complete < len(data) else None
         for number, raw in enumerate(lines[1:], start=2):
             where = f"{self.path}, line {number}"
             try:
                 entry = json.loads(raw)
             except ValueError:
-                raise CheckpointError(f"{where}: not JSON; the checkpoint is damaged") from None
+                if number != len(lines):
+                    raise CheckpointError(f"{where}: not JSON; the checkpoint is damaged") from None
+                keep, torn = complete - len(raw) - 1, number
+                break
             key = entry.get("key") if isinstance(entry, dict) else None
             if not isinstance(key, str) or len(key) != 64 or not set(key) <= _KEY_CHARS:
                 raise CheckpointError(f"{where}: a row needs a 'key' of 64 hex digits")
@@ -238,7 +290,15 @@ class Checkpoint:
                 raise CheckpointError(f"{where}: a row needs an 'output' object")
             self._codec.decode(entry, where)  # malformed values fail now, not mid-run
             self._rows.setdefault(key, entry)
-        return complete
+        if torn is not None:
+            kept = f"{len(self._rows)} recorded row{'' if len(self._rows) == 1 else 's'} kept"
+            warnings.warn(
+                f"{self.path}, line {torn}: the last row was cut off (the run writing it stopped "
+                f"mid-write); it is dropped and its example runs again ({kept})",
+                CheckpointWarning,
+                stacklevel=4,
+            )
+        return keep
 
     def _check_header(self, raw: bytes) -> None:
         try:
@@ -304,6 +364,8 @@ class Checkpoint:
         with self._lock:
             if key in self._rows:
                 return True
+            if self._file is None:
+                raise CheckpointError(f"{self.path}: opened to read only")
             self._append(self._file, line)
             self._rows[key] = line
         return True
@@ -315,7 +377,8 @@ class Checkpoint:
         os.fsync(handle.fileno())
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
 
     def __enter__(self) -> Checkpoint:
         return self

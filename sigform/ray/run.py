@@ -167,7 +167,7 @@ def _finished_rows(directory: Path, program: Any, digest: str) -> dict[str, Any]
     """Every row the run's earlier parts recorded (each part file checked like a checkpoint)."""
     rows: dict[str, Any] = {}
     for part in sorted(directory.glob("*.jsonl")):
-        checkpoint = Checkpoint(part, program, digest=digest)
+        checkpoint = Checkpoint(part, program, digest=digest, write=False)  # a worker may hold it
         try:
             rows.update(checkpoint.rows)
         finally:

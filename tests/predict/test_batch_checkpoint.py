@@ -174,7 +174,8 @@ def test_an_unfinished_last_line_is_dropped_and_run_again(tmp_path: Path) -> Non
     with OpenAIChatFake(responder=report_reply) as fake:
         path, lines = _written(fake, tmp_path)
         path.write_bytes(b"".join(lines[:-1]) + lines[-1][:25])  # the kill cut the last write
-        out = program_for(fake).batch([{"x": 1}, {"x": 2}], checkpoint=path, progress=False)
+        with pytest.warns(CheckpointWarning, match="line 3: the last row was cut off"):
+            out = program_for(fake).batch([{"x": 1}, {"x": 2}], checkpoint=path, progress=False)
         assert len(fake.requests) == 3
     assert [p.box.width for p in out] == [1, 2]
     assert len(rows(path)) == 2  # every line complete again
@@ -255,3 +256,95 @@ def test_killed_at_a_random_point_and_resumed_gives_one_result_per_row(tmp_path:
     assert len(done_xs) == len(finished_before), note
     assert all(asked[x] == 1 for x in done_xs), (note, {x: asked[x] for x in done_xs})
     assert all(asked_before[x] == 1 for x in done_xs), note
+
+
+# -- one writer at a time (issue 27, finding 4) -------------------------------------------------
+
+
+def test_a_second_run_on_a_checkpoint_in_use_is_refused_and_nothing_is_lost(tmp_path: Path) -> None:
+    # Two processes on one resumed checkpoint: the resumer rewrote the file at fixed offsets
+    # over the other's appends, leaving non-JSON lines (and 59 lost rows). Now the second run is
+    # refused at once, naming the file and the process that holds it.
+    n = 40
+    path = tmp_path / "run.jsonl"
+    with OpenAIChatFake(responder=report_reply, latency=0.25) as fake:
+        program_for(fake).batch([{"x": i} for i in range(10)], checkpoint=path, progress=False)
+        script = _RUNNER.format(
+            root=str(ROOT), tests=str(TESTS), model=fake.model("gpt-4o-mini"),
+            api_base=fake.api_base, n=n, path=str(path),
+        )
+        child = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 120
+            while len(path.read_bytes().splitlines()) - 1 < 12 and child.poll() is None:
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            asked = len(fake.requests)
+            with pytest.raises(CheckpointError) as refused:
+                program_for(fake).batch([{"x": i} for i in range(n)], checkpoint=path, progress=False)
+            still_running = child.poll() is None
+        finally:
+            out, _ = child.communicate(timeout=120)
+        assert still_running and child.returncode == 0 and b"finished" in out
+        message = str(refused.value)
+        assert str(path) in message and f"process {child.pid}" in message, message
+        assert "another run is writing this checkpoint" in message
+        recorded = rows(path)  # every line is JSON
+        assert sorted(r["output"]["box"]["width"] for r in recorded) == list(range(n))
+        before = len(fake.requests)
+        again = program_for(fake).batch([{"x": i} for i in range(n)], checkpoint=path, progress=False)
+        assert len(fake.requests) == before  # nothing lost: every row came back from the file
+        assert asked <= before
+    assert [p.to_dict() for p in again] == [expected(i) for i in range(n)]
+
+
+def test_the_lock_is_released_when_the_run_ends(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with OpenAIChatFake(responder=report_reply) as fake:
+        for stop in (2, 4):
+            program_for(fake).batch([{"x": i} for i in range(stop)], checkpoint=path, progress=False)
+        assert len(fake.requests) == 4
+    assert len(rows(path)) == 4
+
+
+def test_a_damaged_last_line_is_dropped_with_a_warning_keeping_the_rows_before_it(tmp_path: Path) -> None:
+    # A crash (a lost disk write) can end the last line without its JSON: every recorded row was
+    # refused ("line 4: not JSON"); now only that row runs again.
+    with OpenAIChatFake(responder=report_reply) as fake:
+        path = tmp_path / "run.jsonl"
+        program_for(fake).batch([{"x": i} for i in range(3)], checkpoint=path, progress=False)
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(b"".join(lines[:-1]) + lines[-1][:30] + b"\n")
+        torn = r"line 4: the last row was cut off .* \(2 recorded rows kept\)"
+        with pytest.warns(CheckpointWarning, match=torn):
+            out = program_for(fake).batch([{"x": i} for i in range(3)], checkpoint=path, progress=False)
+        assert len(fake.requests) == 4
+    assert [p.to_dict() for p in out] == [expected(i) for i in range(3)]
+    assert len(rows(path)) == 3  # the damaged line is gone, its row written again
+
+
+_FIFO_RUNNER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {root!r})
+    sys.path.insert(0, {tests!r})
+    from report_program import Report
+    import sigform as sf
+    from sigform.testing import ScriptedLM
+    from sigform.predict.checkpoint import CheckpointError
+
+    program = sf.Predict(Report, lm=ScriptedLM([]))
+    try:
+        program.batch([{{"x": 1}}], checkpoint={path!r}, progress=False)
+    except CheckpointError as exc:
+        print(exc)
+    """
+)
+
+
+def test_a_fifo_as_checkpoint_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    os.mkfifo(path)
+    script = _FIFO_RUNNER.format(root=str(ROOT), tests=str(TESTS), path=str(path))
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=30)
+    assert f"{path} is not a regular file (a FIFO)" in done.stdout.decode(), done
