@@ -82,6 +82,7 @@ class Adapter(PromptWriter):
         self.max_reasks = max_reasks
         self.native_tools = native_tools
         self._fallback_option = fallback
+        self._fallback_given = fallback  # as given (ChatAdapter replaces its default when used)
         self._matchers = SigCache()
         self._parse_plans = SigCache()
         self.repair_plan = RepairPlan()  # constrained retries of failing fields
@@ -93,6 +94,19 @@ class Adapter(PromptWriter):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_reasks={self.max_reasks})"
+
+    def identity(self) -> dict[str, Any]:
+        """What decides this adapter's prompts and parsing, as JSON data: its class and settings.
+        A checkpoint's program digest holds it, so rows another adapter wrote are not reused;
+        a subclass with settings of its own adds them."""
+        given = self._fallback_given
+        return {
+            "class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "templates": self.templates.identity(),
+            "max_reasks": self.max_reasks,
+            "native_tools": self.native_tools,
+            "fallback": given.identity() if isinstance(given, Adapter) else given,
+        }
 
     # -- pickling (a program sent to another process, e.g. a Ray worker) -----------------------------
     def __getstate__(self) -> dict[str, Any]:

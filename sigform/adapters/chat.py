@@ -40,10 +40,11 @@ class ChatAdapter(Adapter):
     stream_format: ClassVar[str] = "chat"
 
     def __init__(self, *, use_stop: bool = True, **options: Any) -> None:
-        fallback = options.pop("fallback", None)
         super().__init__(**options)
-        self._fallback_option = fallback
         self.use_stop = use_stop
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "use_stop": self.use_stop}
 
     def fallback_adapter(self) -> Adapter | None:
         option = self._fallback_option

@@ -56,6 +56,9 @@ class JSONAdapter(Adapter):
         self.structured_outputs = structured_outputs
         self._schemas = SigCache()
 
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "structured_outputs": self.structured_outputs}
+
     # ---- formatting ---------------------------------------------------------------------------
 
     def strict_schema(self, signature: Any, *, lenient: bool = False) -> dict[str, Any]:

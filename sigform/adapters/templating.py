@@ -9,6 +9,7 @@ not overridden keep the built-in wording. Rendering is deterministic: same conte
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Mapping
@@ -70,6 +71,16 @@ class TemplateSet:
     def __reduce__(self) -> tuple[Any, ...]:
         # rebuilt from its arguments elsewhere (the jinja environment and lock stay here)
         return (TemplateSet, self._args)
+
+    def identity(self) -> dict[str, Any]:
+        """The wording as JSON data: the adapter's folder, the string overrides, and a digest of
+        each template in the user folder (an edited file is another wording)."""
+        folder, overrides, template_dir = self._args
+        files = None
+        if template_dir is not None:
+            found = sorted(Path(template_dir).glob("*.jinja"))
+            files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in found}
+        return {"folder": folder, "overrides": overrides, "template_dir": files}
 
     def get(self, name: str) -> jinja2.Template:
         """The compiled template ``name`` (compiled once, then cached)."""

@@ -56,6 +56,15 @@ class TwoStepAdapter(Adapter):
         self.extraction_adapter = extraction_adapter
         self._extract_sigs = SigCache()  # bounded: programs may build signatures per call
 
+    def identity(self) -> dict[str, Any]:
+        lm = self.extraction_lm
+        dump = getattr(lm, "dump_state", None)
+        return {
+            **super().identity(),
+            "extraction_adapter": self.extraction_adapter.identity(),
+            "extraction_lm": None if lm is None else dump() if callable(dump) else type(lm).__qualname__,
+        }
+
     def neutralise(self, text: str) -> str:
         return neutralise_markers(text)
 

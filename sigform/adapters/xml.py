@@ -49,6 +49,9 @@ class XMLAdapter(Adapter):
         self.use_stop = use_stop
         self._stop_tags = SigCache()
 
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "use_stop": self.use_stop}
+
     def stop_tag(self, signature: Any) -> str | None:
         """The closing tag that ends an answer (the last output's), or ``None`` when an element
         nested in some output carries the same name (stopping there would cut the answer)."""

@@ -8,7 +8,8 @@ a restart runs them again.
 
 Each example is identified by a stable key: a SHA-256 over the program's saved state (its
 signatures, demos and LM settings, as :meth:`Module.dump_state` writes them, plus the configured
-LM's settings when a predictor has none of its own) and the example's inputs. A program that
+LM's settings when a predictor has none of its own, and each predictor's adapter with its
+settings) and the example's inputs. A program that
 changed -- other demos, another model or temperature -- gets other keys; the file's first line
 records the program's digest, and a file written by another program state is refused with a
 clear error rather than silently reused or mixed.
@@ -74,7 +75,8 @@ def _canonical(value: Any, what: str) -> str:
 
 
 def program_digest(program: Any) -> str:
-    """SHA-256 of the program's saved state (and of the configured LM's settings), in hex."""
+    """SHA-256 of the program's saved state, the configured LM's settings and each predictor's
+    adapter (another adapter writes other prompts and parses otherwise), in hex."""
     from sigform.settings import get_setting
 
     state: dict[str, Any] = {"program": program.dump_state()}
@@ -82,7 +84,19 @@ def program_digest(program: Any) -> str:
     dump = getattr(configured, "dump_state", None)
     if callable(dump) and any(getattr(p, "lm", None) is None for _, p in program.named_predictors()):
         state["configured_lm"] = dump()
+    state["adapters"] = {name: _adapter_identity(p) for name, p in program.named_predictors()}
     return hashlib.sha256(_canonical(state, "the program's state").encode()).hexdigest()
+
+
+def _adapter_identity(predictor: Any) -> Any:
+    """The identity of the adapter ``predictor`` calls with (its own, else the configured one,
+    else the default), as :meth:`Adapter.identity` gives it."""
+    from sigform.predict.predict import default_adapter  # deferred: predict's module imports batch
+    from sigform.settings import get_setting
+
+    adapter = getattr(predictor, "adapter", None) or get_setting("adapter") or default_adapter()
+    identity = getattr(adapter, "identity", None)
+    return identity() if callable(identity) else f"{type(adapter).__module__}.{type(adapter).__qualname__}"
 
 
 def row_key(digest: str, inputs: Mapping[str, Any]) -> str:
@@ -315,8 +329,8 @@ class Checkpoint:
             raise CheckpointError(f"{self.path}: checkpoint version {version!r} is not {VERSION}")
         if header.get("program") != self.digest:
             raise CheckpointError(
-                f"{self.path}: written by another program state (signatures, demos or LM settings "
-                "differ), so its results are not this program's. Use a new checkpoint path, or "
+                f"{self.path}: written by another program state (signatures, demos, adapter or LM "
+                "settings differ), so its results are not this program's. Use a new checkpoint path, or "
                 "delete the file to start over"
             )
 

@@ -348,3 +348,51 @@ def test_a_fifo_as_checkpoint_is_an_error_not_a_hang(tmp_path: Path) -> None:
     script = _FIFO_RUNNER.format(root=str(ROOT), tests=str(TESTS), path=str(path))
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=30)
     assert f"{path} is not a regular file (a FIFO)" in done.stdout.decode(), done
+
+
+# -- the adapter is part of the program (issue 27, finding 15) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        lambda: sf.XMLAdapter(),
+        lambda: sf.JSONAdapter(),
+        lambda: sf.ChatAdapter(templates={"system": "Answer tersely."}),
+        lambda: sf.ChatAdapter(max_reasks=3),
+        lambda: sf.ChatAdapter(use_stop=False),
+    ],
+)
+def test_rows_written_with_one_adapter_are_not_reused_with_another(tmp_path: Path, other: Any) -> None:
+    # an XMLAdapter run reused a ChatAdapter run's rows: the digest ignored the adapter
+    path = tmp_path / "run.jsonl"
+    with OpenAIChatFake(responder=report_reply) as fake:
+        program_for(fake).batch([{"x": 1}], checkpoint=path, progress=False)
+        before = path.read_bytes()
+        program = program_for(fake)
+        program.adapter = other()
+        with pytest.raises(CheckpointError, match=r"another program state .*adapter"):
+            program.batch([{"x": 1}], checkpoint=path, progress=False)
+        program.adapter = None  # the configured adapter counts too
+        with sf.context(adapter=other()), pytest.raises(CheckpointError, match="another program state"):
+            program.batch([{"x": 1}], checkpoint=path, progress=False)
+        assert len(fake.requests) == 1
+    assert path.read_bytes() == before
+
+
+def test_the_same_adapter_settings_resume(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with OpenAIChatFake(responder=report_reply) as fake:
+        for _ in range(2):  # a fresh ChatAdapter each time
+            program_for(fake).batch([{"x": 1}], checkpoint=path, progress=False)
+        assert len(fake.requests) == 1
+    used = sf.ChatAdapter()
+    fresh = used.identity()
+    assert used.fallback_adapter() is not None  # its default JSON fallback, built on first use
+    assert used.identity() == fresh == sf.ChatAdapter().identity() != sf.AutoAdapter().identity()
+    folder = tmp_path / "wording"
+    folder.mkdir()
+    (folder / "system.jinja").write_text("Answer tersely.")
+    terse = sf.ChatAdapter(template_dir=folder).identity()
+    (folder / "system.jinja").write_text("Answer at length.")
+    assert sf.ChatAdapter(template_dir=folder).identity() != terse  # an edited template is another wording
