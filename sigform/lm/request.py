@@ -15,11 +15,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sigform.lm.credentials import Credential, is_secret_name, secret_header_values, url_secrets
+from sigform.lm.credentials import (
+    Credential,
+    is_secret_name,
+    memoised_by_url,
+    secret_header_values,
+    split_url,
+    strip_url_credentials,
+    url_secrets,
+)
 from sigform.message import Message
 
-__all__ = ["Request", "cache_key", "credential_identity", "normalise", "response_format_dict"]
-
+__all__ = [
+    "Request",
+    "cache_key",
+    "credential_identity",
+    "endpoint_identity",
+    "endpoint_of",
+    "normalise",
+    "response_format_dict",
+]
 
 
 @dataclass
@@ -91,6 +106,63 @@ def normalise(value: Any) -> Any:
     return repr(value)
 
 
+@memoised_by_url  # asked on every call
+def endpoint_of(url: str) -> str:
+    """``url`` as one canonical endpoint: scheme and host in lower case, the default port and a
+    trailing ``/`` dropped, the remaining query sorted, and no credentials (user info and secret
+    query values: :func:`credential_identity` holds those, keyed). ``.../v1`` and ``.../v1/``
+    are one endpoint."""
+    bare = strip_url_credentials(url.strip())
+    try:
+        parts = split_url(bare)
+        port = parts.port
+    except ValueError:  # a port out of range, a bad IPv6 literal: the request reports it
+        parts = None
+    if parts is None or not parts.scheme or not parts.netloc:  # no URL ("user:pw@host/v1": scheme "user")
+        return bare.split("?")[0].rpartition("@")[2].rstrip("/")
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    if port is not None and port != {"http": 80, "https": 443}.get(parts.scheme):
+        host = f"{host}:{port}"
+    query = "&".join(sorted(pair for pair in parts.query.split("&") if pair))
+    return f"{parts.scheme}://{host}{parts.path.rstrip('/')}" + (f"?{query}" if query else "")
+
+
+# the environment variables that move a provider's default endpoint: OPENAI_BASE_URL,
+# OPENAI_API_BASE, ANTHROPIC_BASE_URL, AZURE_API_BASE, WATSONX_URL, AWS_BEDROCK_RUNTIME_ENDPOINT ...
+_ENDPOINT_SUFFIXES = ("_API_BASE", "_BASE_URL", "_URL", "_ENDPOINT")
+
+
+def _ambient_urls(provider: str) -> dict[str, str]:
+    """The settings outside a request that can choose where it goes when it has no
+    ``api_base``: the provider's endpoint variables in the environment (and OpenAI's, which
+    OpenAI-compatible clients read), and litellm's module-wide ``api_base`` once it is imported."""
+    import sys
+
+    prefixes = (f"{provider.upper()}_", "OPENAI_", "AWS_", "LITELLM_")
+    found = {
+        name: value
+        for name, value in os.environ.items()
+        if name.startswith(prefixes) and name.endswith(_ENDPOINT_SUFFIXES) and value.strip()
+    }
+    litellm = sys.modules.get("litellm")
+    base = getattr(litellm, "api_base", None) if litellm is not None else None
+    if isinstance(base, str) and base.strip():
+        found["litellm.api_base"] = base
+    return found
+
+
+def endpoint_identity(provider: str, api_base: str | None) -> str:
+    """Where a request goes, as the one text that cache keys and rate-limit buckets use: its
+    ``api_base`` by :func:`endpoint_of`, or without one the provider's default as the environment
+    may move it (``OPENAI_BASE_URL``, ...). Never a credential."""
+    if api_base:
+        return endpoint_of(api_base)
+    ambient = sorted((name, endpoint_of(url)) for name, url in _ambient_urls(provider).items())
+    return "default" + "".join(f" {name}={url}" for name, url in ambient)
+
+
 def credential_identity(request: Request) -> bytes:
     """Who is asking and how, as bytes to fingerprint (never stored as is): the resolved api key
     (or, without one, the provider's keys in the environment, which the provider library would
@@ -105,20 +177,28 @@ def credential_identity(request: Request) -> bytes:
         "key": key if isinstance(key, (str, dict)) else repr(key),
         "connection": {name: str(cred.get()) for name, cred in sorted(request.connection.items())},
         "headers": sorted((str(k).lower(), str(v)) for k, v in request.headers.items()),
+        # the endpoint's user info and ?key= values, which endpoint_identity leaves out
+        "url": sorted(secret for url in _endpoint_urls(request) for secret in url_secrets(url)),
     }
     return json.dumps(identity, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
+def _endpoint_urls(request: Request) -> list[str]:
+    return [request.api_base] if request.api_base else list(_ambient_urls(request.provider).values())
+
+
 def cache_key(request: Request, endpoint: str = "chat", *, rollout_id: Any = None) -> str:
-    """The full request identity as a hex digest: model, provider, api_base, messages and every
-    parameter, normalised, plus the program's ``rollout_id`` (attempt number; not sent). Never
-    the api key, headers, timeout or retry settings: the cache scopes this digest with a keyed
-    fingerprint of :func:`credential_identity` (:func:`sigform.lm.cache.scoped_key`)."""
+    """The full request identity as a hex digest: model, provider, the effective endpoint
+    (:func:`endpoint_identity`: the api_base, or the environment's for the provider's default),
+    messages and every parameter, normalised, plus the program's ``rollout_id`` (attempt number;
+    not sent). Never the api key, headers, timeout or retry settings: the cache scopes this
+    digest with a keyed fingerprint of :func:`credential_identity`
+    (:func:`sigform.lm.cache.scoped_key`)."""
     identity = {
         "endpoint": endpoint,
         "model": request.model,
         "provider": request.provider,
-        "api_base": (request.api_base or "").rstrip("/"),
+        "api_base": endpoint_identity(request.provider, request.api_base),
         "messages": normalise(request.messages),
         "params": normalise(request.params),
     }
