@@ -40,6 +40,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sigform.lm.retry import RetryPolicy
+from sigform.probes import probe
 
 if TYPE_CHECKING:
     from sigform.lm.model import LM
@@ -381,7 +382,16 @@ def limiter_of(lm: LM) -> RateLimiter | None:
         return None
     held: TokenBucket | None = lm.__dict__.get("_bucket")
     if held is None or held.rpm != options.rpm or held.tpm != options.tpm:
-        endpoint = lm._api_base.describe() if lm._api_base is not None else None
-        held = shared_bucket((lm.model, endpoint), options.rpm, options.tpm)
+        held = shared_bucket(bucket_identity(lm), options.rpm, options.tpm)
         lm.__dict__["_bucket"] = held
     return held
+
+
+def bucket_identity(lm: LM) -> tuple[str, str]:
+    """The model and endpoint whose requests share one rate limit: the endpoint as cache keys
+    see it (:func:`~sigform.lm.request.endpoint_identity`: ``.../v1`` and ``.../v1/`` are one)."""
+    from sigform.lm.request import endpoint_identity
+
+    base = probe("rate limit: the LM's api_base", lambda: lm.api_base, None)  # env:/cmd: resolved
+    provider = lm.model.partition("/")[0] if "/" in lm.model else "openai"
+    return lm.model, endpoint_identity(provider, base if isinstance(base, str) else None)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sigform.lm.rate_limit import limiter_of
+from sigform.lm.rate_limit import bucket_identity, limiter_of
 from sigform.predict.checkpoint import Checkpoint, program_digest
 from sigform.ray.columns import column_plan
 from sigform.ray.limits import SharedRateLimit, shared_limit
@@ -156,7 +156,7 @@ def _shared_limits(lms: Mapping[str, Any]) -> dict[str, SharedRateLimit]:
             out[name] = existing
             continue
         limits = existing.limits
-        key = (lm.model, lm.api_base, limits.get("rpm"), limits.get("tpm"))
+        key = (*bucket_identity(lm), limits.get("rpm"), limits.get("tpm"))
         if key not in actors:
             actors[key] = shared_limit(limits.get("rpm"), limits.get("tpm"))
         out[name] = actors[key]

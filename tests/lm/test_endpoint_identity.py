@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+import sigform as sf
 from sigform.lm.cache import ResponseCache, scoped_key
+from sigform.lm.rate_limit import limiter_of
 from sigform.lm.request import Request, cache_key, endpoint_identity, endpoint_of
 from sigform.testing.providers import OpenAIChatFake, Reply
 
@@ -64,12 +66,26 @@ def test_one_endpoint_spelled_two_ways_is_one_identity() -> None:
     assert endpoint_of("http://[::1]:8000/v1/") == "http://[::1]:8000/v1"
 
 
-def test_the_ambient_endpoint_moves_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_v1_and_v1_slash_share_one_rate_limit_bucket() -> None:
+    # two buckets let 22 requests through in one second at rpm=600
+    with OpenAIChatFake(default=Reply("hi")) as fake:
+        kw = {"api_key": "k", "rpm": 600, "cache": False}
+        plain = sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base, **kw)
+        slash = sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base + "/", **kw)
+        upper = sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base.replace("http:", "HTTP:"), **kw)
+        assert limiter_of(plain) is limiter_of(slash) is limiter_of(upper)
+        other = sf.LM(fake.model("gpt-4o-mini"), api_base=fake.api_base + "/other", **kw)
+        assert limiter_of(other) is not limiter_of(plain)
+
+
+def test_the_ambient_endpoint_moves_the_key_and_the_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://a.example/v1")
     key_a = cache_key(_request(None))
+    bucket_a = limiter_of(sf.LM("openai/gpt-4o-mini", rpm=600))
     monkeypatch.setenv("OPENAI_BASE_URL", "http://b.example/v1/")
     assert cache_key(_request(None)) != key_a
+    assert limiter_of(sf.LM("openai/gpt-4o-mini", rpm=600)) is not bucket_a
     monkeypatch.setenv("OPENAI_BASE_URL", "http://A.example:80/v1/")  # A again, spelled otherwise
     assert cache_key(_request(None)) == key_a
 
