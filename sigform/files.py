@@ -10,11 +10,15 @@ the lock goes away with the process, however it ends.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import sys
 
-__all__ = ["FileLocked", "NotRegularFile", "lock_exclusive", "open_regular"]
+__all__ = ["FileLocked", "NotRegularFile", "lock_exclusive", "open_regular", "read_regular"]
+
+logger = logging.getLogger("sigform")
+_warned: set[str] = set()
 
 
 class NotRegularFile(OSError):
@@ -47,6 +51,22 @@ def open_regular(path: str | os.PathLike[str], flags: int, mode: int = 0o600) ->
         os.close(fd)
         raise
     return fd
+
+
+def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
+    """The bytes of a regular file (at most ``limit``), without following a final symlink's
+    FIFO or device: anything but a regular file raises :class:`NotRegularFile`, after one logged
+    warning per path saying it is ignored (a state or cache file turned into a FIFO would
+    otherwise hang every call that reads it)."""
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+    except NotRegularFile as exc:
+        if str(exc) not in _warned:
+            _warned.add(str(exc))
+            logger.warning("sigform: ignoring %s", exc)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(limit)
 
 
 def _kind(st_mode: int) -> str:

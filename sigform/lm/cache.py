@@ -31,7 +31,6 @@ import os
 import queue
 import secrets
 import sqlite3
-import stat
 import threading
 import time
 import warnings
@@ -39,6 +38,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from sigform.files import NotRegularFile, open_regular
 from sigform.lm import cache_codec
 from sigform.lm.credentials import CredentialError
 from sigform.lm.interface import Completion
@@ -116,18 +116,18 @@ def _read_or_make_secret(directory: Path) -> bytes:
     replaced by a fresh secret (old entries become misses)."""
     path = directory / _SECRET_FILE
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = open_regular(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # a FIFO: no wait
         try:
             info = os.fstat(fd)
             data = os.read(fd, _SECRET_BYTES + 1)
         finally:
             os.close(fd)
-        if stat.S_ISREG(info.st_mode) and len(data) == _SECRET_BYTES and not info.st_mode & 0o077:
+        if len(data) == _SECRET_BYTES and not info.st_mode & 0o077:
             return data
-    except FileNotFoundError:
-        pass
+    except NotRegularFile as exc:
+        warnings.warn(f"sigform: {exc}; replacing it with a new cache secret", CacheWarning, stacklevel=4)
     except OSError:
-        pass  # a link or unreadable: replaced below
+        pass  # missing, a link or unreadable: replaced below
     data = secrets.token_bytes(_SECRET_BYTES)
     tmp = directory / f".{_SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)

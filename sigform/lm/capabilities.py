@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult
 
+from sigform.files import read_regular
 from sigform.lm.credentials import memoised_by_url, split_url
 
 __all__ = [
@@ -154,8 +155,7 @@ def _load() -> dict[str, int]:
 
 def _read_entries(path: Path) -> dict[str, dict[str, Any]]:
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
+        raw = read_regular(path, MAX_FILE_BYTES + 1)  # a FIFO is ignored, never waited on
     except OSError:
         return {}
     if len(raw) > MAX_FILE_BYTES:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sigform.files import read_regular
 from sigform.local._launcher import PROBE_FLAG, SAFE_CPU_FLAG
 from sigform.local._process import describe_exit
 
@@ -100,7 +101,7 @@ def machine_key() -> str:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_regular(path))
     except (OSError, ValueError):
         return {}
     entries = data.get("machines") if isinstance(data, dict) else None

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sigform.errors import LocalModelError
+from sigform.files import read_regular
 from sigform.local._requirements import require_local_extra
 
 __all__ = ["default_model_path", "ensure_file", "ensure_model", "sha256_file"]
@@ -49,7 +50,7 @@ def _fingerprint(target: Path) -> dict[str, int]:
 
 def _stamp_ok(target: Path, expected: str) -> bool:
     try:
-        stamp = json.loads(_stamp_path(target).read_text())
+        stamp = json.loads(read_regular(_stamp_path(target)))
     except (OSError, ValueError):
         return False
     return isinstance(stamp, dict) and stamp == {**_fingerprint(target), "sha256": expected}

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from sigform.files import read_regular
+
 __all__ = ["ServerState", "cache_dir", "clear_state", "pid_alive", "read_state", "state_path", "write_state"]
 
 STATE_FILE = "local-server.json"
@@ -59,7 +61,7 @@ def read_state(path: Path | None = None) -> ServerState | None:
     """The recorded state, or ``None`` when the file is missing, unreadable or malformed."""
     path = path or state_path()
     try:
-        raw: Any = json.loads(path.read_text())
+        raw: Any = json.loads(read_regular(path))  # a FIFO here is ignored, never waited on
     except (OSError, ValueError):
         return None
     if not isinstance(raw, dict):

@@ -120,3 +120,51 @@ def test_settings_stored_in_the_database_are_not_taken(
     cache = get_cache()
     assert cache._disk_cache().eviction_policy == "least-recently-stored"
     assert len(lm_server.requests) == 1
+
+
+# -- FIFOs named like the cache folder's files (issue 27, finding 13) ---------------------------
+
+_FIFO_RUN = """
+import sys
+sys.path.insert(0, {root!r})
+import logging, warnings
+logging.basicConfig(level=logging.WARNING, format="LOG %(message)s")
+warnings.simplefilter("always")
+import sigform as sf
+from sigform.lm.capabilities import _read_entries
+from sigform.local._state import read_state
+
+from pathlib import Path
+folder = Path({folder!r})
+print("state", read_state(folder / "local-server.json"), flush=True)
+print("capabilities", _read_entries(folder / "endpoint-capabilities.json"), flush=True)
+lm = sf.LM("openai/fake", api_base={api_base!r}, api_key="sk-k", cache=True)
+print("answer", lm("hi")[0].text, flush=True)
+"""
+
+
+def test_fifos_named_like_cache_and_state_files_are_ignored_not_waited_on(tmp_path: Path) -> None:
+    # a FIFO named cache-secret or local-server.json in the cache folder hung every call: opening
+    # it for reading waits for a writer that never comes
+    import subprocess
+    import sys
+
+    from sigform.testing.providers import OpenAIChatFake, Reply
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    for name in ("cache-secret", "local-server.json", "endpoint-capabilities.json"):
+        os.mkfifo(folder / name)
+    root = str(Path(__file__).resolve().parents[2])
+    with OpenAIChatFake(default=Reply("an answer")) as fake:
+        script = _FIFO_RUN.format(root=root, folder=str(folder), api_base=fake.api_base)
+        env = {**os.environ, "SIGFORM_CACHE_DIR": str(folder)}
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=60)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err[-2000:]
+    assert "state None" in out and "capabilities {}" in out and "answer an answer" in out
+    for name in ("local-server.json", "endpoint-capabilities.json"):
+        assert err.count(f"LOG sigform: ignoring {folder / name} is not a regular file (a FIFO)") == 1, err
+    assert err.count("cache-secret is not a regular file (a FIFO); replacing it") == 1, err
+    secret = (folder / "cache-secret").stat()
+    assert secret.st_mode & 0o777 == 0o600 and secret.st_size == 32  # a regular file again
