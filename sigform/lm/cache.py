@@ -62,6 +62,11 @@ logger = logging.getLogger("sigform.lm")
 DEFAULT_SIZE_LIMIT = 1 << 30
 DEFAULT_MEMORY_ENTRIES = 4096
 _BATCH_WAIT = 0.02
+# another process can hold the store's write lock for as long as it likes: a call waits at most
+# OPEN_WAIT seconds for the store to open, and each SQLite statement at most LOCK_TIMEOUT, then
+# goes on without the disk (diskcache's own defaults are 60 s each)
+OPEN_WAIT = 2.0
+LOCK_TIMEOUT = 1.0
 _SECRET_FILE = "cache-secret"
 _SECRET_BYTES = 32
 # what a broken or hostile store raises: a miss (and the disk bypassed), never the caller's error
@@ -156,7 +161,9 @@ class ResponseCache:
         self._pending: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self._disk: Any = None
+        self._opened: threading.Event | None = None  # set once the store's opening has ended
         self._broken = False  # the disk store failed once: bypassed from then on
+        self._busy_warned = False  # the store was locked by another process (said once)
         self._warned_entry = False
         self._secret: bytes | None = None
 
@@ -201,21 +208,64 @@ class ResponseCache:
         return self.directory / "lm" if self.directory is not None else None
 
     def _disk_cache(self) -> Any:
+        """The open diskcache store, or None (memory only, bypassed, or not open yet because
+        another process holds its write lock: opening it writes its settings)."""
         if self.directory is None or self._broken:
             return None
-        if self._disk is None:
-            import diskcache  # imported on first use: keeps `import sigform` light
-
-            try:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                # every setting given here: none is taken from the (untrusted) database; no
-                # eviction pass per entry (cull_limit=0): the writer culls once per batch
-                settings = {**diskcache.DEFAULT_SETTINGS, "size_limit": self.size_limit, "cull_limit": 0}
-                self._disk = diskcache.Cache(str(self._store), disk=_safe_disk(), **settings)
-            except _STORE_ERRORS as exc:
-                self._bypass(f"cannot open {self._store} ({type(exc).__name__}: {exc})")
-                return None
+        disk = self._disk
+        if disk is not None:
+            return disk
+        with self._lock:
+            opened = self._opened
+            if opened is None:  # opened on a thread, so that a call can stop waiting for it
+                opened = self._opened = threading.Event()
+                opener = threading.Thread(target=self._open_disk, args=(opened,), name="sigform-cache-open")
+                opener.daemon = True
+                opener.start()
+        if not opened.wait(0 if self._busy_warned else OPEN_WAIT):
+            self._busy()
         return self._disk
+
+    def _open_disk(self, opened: threading.Event) -> None:
+        import diskcache  # imported on first use: keeps `import sigform` light
+
+        assert self.directory is not None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            # every setting given here: none is taken from the (untrusted) database; no
+            # eviction pass per entry (cull_limit=0): the writer culls once per batch
+            settings = {**diskcache.DEFAULT_SETTINGS, "size_limit": self.size_limit, "cull_limit": 0}
+            disk = diskcache.Cache(str(self._store), timeout=LOCK_TIMEOUT, disk=_safe_disk(), **settings)
+        except _STORE_ERRORS as exc:
+            self._bypass(f"cannot open {self._store} ({type(exc).__name__}: {exc})")
+        else:
+            with self._lock:
+                if self._opened is opened:
+                    self._disk = disk
+                else:  # closed meanwhile
+                    disk.close()
+        finally:
+            opened.set()
+
+    def _busy(self) -> None:
+        """Another process holds the store's lock: this call goes on without it (said once)."""
+        if not self._busy_warned:
+            self._busy_warned = True
+            warnings.warn(
+                f"sigform: the disk cache in {self.directory} is locked by another process; calls go "
+                "on without it (answers cached in memory) until it is free",
+                CacheWarning,
+                stacklevel=4,
+            )
+
+    @staticmethod
+    def _locked(exc: BaseException) -> bool:
+        """Whether ``exc`` is another process's lock outlasting :data:`LOCK_TIMEOUT`."""
+        import diskcache
+
+        return isinstance(exc, diskcache.Timeout) or (
+            isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+        )
 
     def _disk_get(self, key: str) -> Any:
         disk = self._disk_cache()
@@ -224,6 +274,9 @@ class ResponseCache:
         try:
             return disk.get(key)
         except _STORE_ERRORS as exc:
+            if self._locked(exc):
+                self._busy()
+                return None
             if isinstance(exc, ValueError) and not isinstance(exc, sqlite3.Error):
                 self._bad_entry(str(exc))  # one forged row: a miss, the store stays in use
                 return None
@@ -290,8 +343,13 @@ class ResponseCache:
                         disk.set(key, blob)
                 if disk.volume() > self.size_limit:
                     disk.cull()
-        except _STORE_ERRORS as exc:
-            self._bypass(f"cannot write {self._store} ({type(exc).__name__}: {exc})")
+        except Exception as exc:
+            if self._locked(exc):
+                self._busy()  # these entries stay in memory only
+            elif isinstance(exc, _STORE_ERRORS):
+                self._bypass(f"cannot write {self._store} ({type(exc).__name__}: {exc})")
+            else:
+                raise
         finally:
             with self._lock:
                 for key, blob in items:
@@ -333,12 +391,13 @@ class ResponseCache:
 
     def close(self) -> None:
         _writer.flush()
-        if self._disk is not None:
+        with self._lock:
+            disk, self._disk, self._opened = self._disk, None, None  # a later call opens it again
+        if disk is not None:
             try:
-                self._disk.close()
+                disk.close()
             except _STORE_ERRORS:
                 pass
-            self._disk = None
 
     def __repr__(self) -> str:
         where = str(self.directory) if self.directory else "memory only"

@@ -168,3 +168,57 @@ def test_fifos_named_like_cache_and_state_files_are_ignored_not_waited_on(tmp_pa
     assert err.count("cache-secret is not a regular file (a FIFO); replacing it") == 1, err
     secret = (folder / "cache-secret").stat()
     assert secret.st_mode & 0o777 == 0o600 and secret.st_size == 32  # a regular file again
+
+
+# -- another process's write lock (issue 27, finding 14) ----------------------------------------
+
+_HOLD_LOCK = """
+import sys, time
+import diskcache
+cache = diskcache.Cache({store!r})
+with cache.transact():  # BEGIN IMMEDIATE: the database's write lock, held
+    print("locked", flush=True)
+    time.sleep(120)
+"""
+
+_CACHED_CALL = """
+import sys
+sys.path.insert(0, {root!r})
+import warnings
+warnings.simplefilter("always")
+import sigform as sf
+
+lm = sf.LM("openai/fake", api_base={api_base!r}, api_key="sk-k", cache=True)
+print("answer", lm("hi")[0].text, flush=True)
+print("again", lm("hi")[0].text, lm.stats["cache_hits"], flush=True)
+"""
+
+
+def test_another_process_holding_the_write_lock_does_not_stall_a_call(tmp_path: Path) -> None:
+    # the first call of a new process waited as long as another process held diskcache's
+    # write lock (20-60 s: opening the store writes its settings, retried for 60 s)
+    import subprocess
+    import sys
+
+    from sigform.testing.providers import OpenAIChatFake, Reply
+
+    folder = tmp_path / "cache"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK.format(store=str(folder / "lm"))], stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+        root = str(Path(__file__).resolve().parents[2])
+        with OpenAIChatFake(default=Reply("an answer")) as fake:
+            script = _CACHED_CALL.format(root=root, api_base=fake.api_base)
+            env = {**os.environ, "SIGFORM_CACHE_DIR": str(folder)}
+            done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=40)
+            asked = len(fake.requests)
+        assert holder.poll() is None  # the lock was held all along
+    finally:
+        holder.kill()
+        holder.wait()
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err[-2000:]
+    assert "answer an answer" in out and "again an answer 1" in out and asked == 1  # memory still caches
+    assert err.count("is locked by another process; calls go on without it") == 1, err
