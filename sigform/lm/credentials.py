@@ -28,7 +28,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
-from urllib.parse import SplitResult, quote, quote_plus, unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
 from sigform.errors import CredentialError
 
@@ -293,7 +293,13 @@ def secret_header_values(headers: Mapping[str, Any] | None) -> list[str]:
 
 
 # query parameters that carry credentials (``?key=...``, ``?access_token=...``, ``&sig=...``)
-_SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|auth|sig|credential|code", re.I)
+_SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|auth|bearer|sig|credential|code", re.I)
+
+
+def _secret_query_name(name: str) -> bool:
+    """True for a query parameter name that carries a credential, as the server reads it:
+    percent-decoded first (``%6Bey`` is ``key`` to the server)."""
+    return bool(_SECRET_QUERY.search(unquote_plus(name)))
 
 
 def split_url(url: str) -> SplitResult:
@@ -326,8 +332,8 @@ def url_secrets(url: str) -> list[str]:
         out.append(base64.b64encode(pair.encode("utf-8")).decode("ascii"))
     for pair in parts.query.split("&"):
         name, sep, value = pair.partition("=")
-        if sep and value and _SECRET_QUERY.search(name):
-            out.append(value)
+        if sep and value and _secret_query_name(name):
+            out += dict.fromkeys((value, unquote_plus(value)))  # as written and as the server reads it
     return out
 
 
@@ -338,7 +344,7 @@ def url_credential_parts(url: str) -> list[str]:
     out = ["user info"] if parts.username or parts.password else []
     for pair in parts.query.split("&") if parts.query else ():
         name, sep, value = pair.partition("=")
-        if sep and value and _SECRET_QUERY.search(name):
+        if sep and value and _secret_query_name(name):
             out.append(f"query parameter {name}" if _PLAIN_NAME.fullmatch(name) else "a query parameter")
     return out
 
@@ -373,7 +379,7 @@ def _rewrite_url(url: str, replacement: str | None) -> str:
     query = []
     for pair in parts.query.split("&") if parts.query else ():
         name, sep, value = pair.partition("=")
-        if sep and value and _SECRET_QUERY.search(name):
+        if sep and value and _secret_query_name(name):
             if replacement is None:
                 continue
             pair = f"{name}={replacement}"

@@ -240,3 +240,26 @@ def test_a_malformed_url_loses_its_credentials_too(url: str, tmp_path: Path) -> 
     with pytest.raises(sf.LMError) as info:
         lm([{"role": "user", "content": "hi"}])
     assert "hunter22" not in str(info.value) and "hunter22" not in str(list(lm.history))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://h.example/v1?%6Bey=hunter22",  # the server decodes the name to "key"
+        "https://h.example/v1?api%5Fkey=hunter22&region=eu",
+        "https://h.example/v1?bearer=hunter22",
+        "https://h.example/v1?api_key=hunter%32%32",  # the value as the server reads it too
+    ],
+)
+def test_a_percent_encoded_or_bearer_query_credential_is_one_too(url: str, tmp_path: Path) -> None:
+    # the names were matched as written: "%6Bey=..." kept its value in repr(lm), the saved
+    # program, the endpoint text of cache keys and rate-limit buckets
+    from sigform.lm.credentials import strip_url_credentials, url_secrets
+    from sigform.lm.request import endpoint_of
+
+    assert "hunter" not in strip_url_credentials(url) and "hunter" not in endpoint_of(url)
+    assert "hunter22" in url_secrets(url)  # so error text is scrubbed of it
+    lm = LM("openai/gpt-4o-mini", api_base=url, api_key="sk-x", num_retries=0, cache=False)
+    assert "hunter" not in repr(lm)
+    saved = sf.Predict("q -> a", lm=lm).save(tmp_path / "program.json")
+    assert "hunter" not in saved.read_text()
