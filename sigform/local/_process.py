@@ -24,6 +24,7 @@ from typing import Any
 
 from sigform.errors import LocalModelError
 from sigform.local._launcher import PARENT_ENV, SAFE_CPU_FLAG
+from sigform.local._ownership import ownership_problem
 from sigform.local._state import ServerState, pid_alive
 
 __all__ = [
@@ -366,17 +367,21 @@ def start_server(
             started_at=started, process=proc, safe_cpu=safe_cpu,
         )
         try:
+            # the port is on the child's command line: another process may have bound it first
+            # and answered with our alias; only the child holding the listening socket counts
             problem = _wait_healthy(server, proc, startup_timeout)
+            impostor = None if problem else _impostor(proc.pid, chosen, model_path)
         except BaseException:  # e.g. KeyboardInterrupt while waiting: leave no orphan behind
             _terminate(proc, 5.0)
             raise
-        if problem is None:
+        if problem is None and impostor is None:
             log.info("local model server pid %d ready at %s (%.1f s)", proc.pid, server.api_base,
                      time.time() - started)
             return server
         _terminate(proc, 5.0)
         tail = read_log_tail(path)
-        if attempt < attempts and any(marker in tail.lower() for marker in _BIND_ERRORS):
+        problem = problem or impostor  # an impostor is not retried: it would take the next port too
+        if impostor is None and attempt < attempts and any(marker in tail.lower() for marker in _BIND_ERRORS):
             log.info("port %d was taken before the server could bind it; trying another", chosen)
             continue
         raise LocalModelError(
@@ -385,6 +390,18 @@ def start_server(
             model="local",
         )
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _impostor(pid: int, port: int, model_path: Path) -> str | None:
+    """Why the process answering on ``port`` is not the child ``pid`` (None when it is, or
+    where that cannot be checked): the child must hold the listening socket, as for adoption."""
+    problem = ownership_problem(pid, port, str(model_path))
+    if problem is None or problem.startswith("this platform"):
+        return None
+    return (
+        f"another process answered on port {port} in the server's place ({problem}); it was "
+        "refused and sent nothing"
+    )
 
 
 def _indent(text: str) -> str:

@@ -324,3 +324,48 @@ def test_stop_server_only_detaches_from_a_foreign_server(fake: Path) -> None:
         assert read_state() is not None
     finally:
         owner.communicate(input="", timeout=60)
+
+
+# -- a squatter on the server's port (issue 27, finding 6) --------------------------------------
+
+SQUATTER = """
+import http.server, json, sys
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        print("GET " + self.path, flush=True)
+        body = json.dumps({"object": "list", "data": [{"id": "gemma-3-270m", "object": "model"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        print("POST " + self.path, flush=True)  # a prompt: what the squatter is after
+        self.send_response(500)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def test_a_squatter_answering_on_the_servers_port_is_refused(fake: Path, tmp_path: Path) -> None:
+    # the port is on the child's command line; a process that bound it first and answered
+    # /v1/models with the alias was taken for sigform's server and got the prompts
+    squatter = subprocess.Popen([sys.executable, "-c", SQUATTER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert squatter.stdout is not None
+        port = int(squatter.stdout.readline())
+        with pytest.raises(LocalModelError) as info:
+            _process.start_server(
+                model_path=_server_registry.default_model_path(), log_path=None, log_dir=tmp_path,
+                port=port, startup_timeout=30,
+            )
+    finally:
+        squatter.kill()
+        out, _ = squatter.communicate()
+    message = str(info.value)
+    assert f"another process answered on port {port} in the server's place" in message
+    assert f"does not hold the socket listening on port {port}" in message
+    assert "POST" not in out  # nothing but the health probe reached it
