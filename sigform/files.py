@@ -15,7 +15,18 @@ import os
 import stat
 import sys
 
-__all__ = ["FileLocked", "NotRegularFile", "lock_exclusive", "open_regular", "read_regular"]
+__all__ = [
+    "MAX_STATE_BYTES",
+    "FileLocked",
+    "NotRegularFile",
+    "lock_exclusive",
+    "open_regular",
+    "read_regular",
+]
+
+# a small state file (a few hundred bytes) is read up to this; a longer one is not JSON then, and
+# counts as absent instead of costing seconds and memory to read (300 MB: 4.3 s)
+MAX_STATE_BYTES = 1 << 16
 
 logger = logging.getLogger("sigform")
 _warned: set[str] = set()
@@ -53,11 +64,11 @@ def open_regular(path: str | os.PathLike[str], flags: int, mode: int = 0o600) ->
     return fd
 
 
-def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
-    """The bytes of a regular file (at most ``limit``), without following a final symlink's
-    FIFO or device: anything but a regular file raises :class:`NotRegularFile`, after one logged
-    warning per path saying it is ignored (a state or cache file turned into a FIFO would
-    otherwise hang every call that reads it)."""
+def read_regular(path: str | os.PathLike[str], limit: int = MAX_STATE_BYTES) -> bytes:
+    """The bytes of a regular file, without waiting on a FIFO or reading a device: anything but a
+    regular file raises :class:`NotRegularFile`, after one logged warning per path saying it is
+    ignored (a state or cache file turned into a FIFO would otherwise hang every call that reads
+    it). A file longer than ``limit`` bytes raises ``ValueError`` after reading ``limit + 1``."""
     try:
         fd = open_regular(path, os.O_RDONLY)
     except NotRegularFile as exc:
@@ -66,7 +77,10 @@ def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
             logger.warning("sigform: ignoring %s", exc)
         raise
     with os.fdopen(fd, "rb") as handle:
-        return handle.read(limit)
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{os.fspath(path)} is larger than {limit} bytes")
+    return data
 
 
 def _kind(st_mode: int) -> str:

@@ -155,10 +155,10 @@ def _load() -> dict[str, int]:
 
 def _read_entries(path: Path) -> dict[str, dict[str, Any]]:
     try:
-        raw = read_regular(path, MAX_FILE_BYTES + 1)  # a FIFO is ignored, never waited on
+        raw = read_regular(path, MAX_FILE_BYTES)  # a FIFO is ignored, never waited on
     except OSError:
         return {}
-    if len(raw) > MAX_FILE_BYTES:
+    except ValueError:
         logger.warning("ignoring %s: larger than %d bytes", path, MAX_FILE_BYTES)
         return {}
     try:

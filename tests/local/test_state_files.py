@@ -96,6 +96,16 @@ def test_state_ignores_unknown_keys(tmp_path: Path) -> None:
     assert read_state(path) == _state()
 
 
+def test_an_oversized_state_file_counts_as_absent_without_being_read_whole(tmp_path: Path) -> None:
+    # a 300 MB local-server.json took 4.3 s and 300 MB of memory on every read; a record is a few
+    # hundred bytes, so one padded past 64 KiB is not read past that
+    path = tmp_path / "local-server.json"
+    write_state(_state(), path)
+    assert read_state(path) == _state()
+    path.write_text(path.read_text() + " " * 70_000)  # still valid JSON
+    assert read_state(path) is None
+
+
 def test_clear_state_only_for_matching_pid(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
     write_state(_state(pid=10), path)
