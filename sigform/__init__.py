@@ -120,6 +120,8 @@ _EXPORTS: dict[str, str] = {
     # tools
     "Tool": "sigform.tools",
     "CommandTool": "sigform.tools",
+    "MCPClient": "sigform.tools",
+    "MCPTool": "sigform.tools",
     "ToolResult": "sigform.tools",
     "Agent": "sigform.tools",
     # errors
@@ -138,6 +140,7 @@ _EXPORTS: dict[str, str] = {
     "LMTimeoutError": "sigform.errors",
     "ProviderError": "sigform.errors",
     "ToolError": "sigform.errors",
+    "MCPServerError": "sigform.errors",
     "ToolArgumentsError": "sigform.errors",
     "BatchError": "sigform.errors",
     "ProgramStateError": "sigform.errors",
@@ -187,6 +190,9 @@ __all__ = [
     "LabelLeakWarning",
     "LabeledFewShot",
     "LocalModelError",
+    "MCPClient",
+    "MCPServerError",
+    "MCPTool",
     "Media",
     "MetricErrorWarning",
     "Module",
@@ -320,6 +326,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
         LMError,
         LMTimeoutError,
         LocalModelError,
+        MCPServerError,
         ParameterError,
         ParseError,
         ProgramStateError,
@@ -364,7 +371,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from sigform.predict.checkpoint import CheckpointWarning
     from sigform.settings import configure, context
     from sigform.signatures import InputField, OutputField, Signature, make_signature
-    from sigform.tools import Agent, CommandTool, Tool, ToolResult
+    from sigform.tools import Agent, CommandTool, MCPClient, MCPTool, Tool, ToolResult
     from sigform.types import (
         Audio,
         File,

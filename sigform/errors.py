@@ -17,7 +17,8 @@ The hierarchy (a second base class lets ``except ValueError`` / ``except TypeErr
     │   └── FieldValueError ................ a field found, its value does not validate
     ├── JSONTextError (ValueError) ......... text holds no single readable JSON value
     ├── ToolError .......................... a tool defined or used wrongly
-    │   └── ToolArgumentsError ............. a tool call's arguments do not fit its schema
+    │   ├── ToolArgumentsError ............. a tool call's arguments do not fit its schema
+    │   └── MCPServerError ................. an MCP server did not start, answer or stay up
     ├── BatchError ......................... too many examples of a batch failed
     ├── ProgramStateError (ValueError) ..... saved state that does not fit the program
     ├── CheckpointError (ValueError) ....... a batch checkpoint file that cannot be used
@@ -66,6 +67,7 @@ __all__ = [
     "LMError",
     "LMTimeoutError",
     "LocalModelError",
+    "MCPServerError",
     "MalformedResponseError",
     "MetricValueError",
     "ParameterError",
@@ -190,6 +192,12 @@ class ToolArgumentsError(ToolError):
         self.errors: list[FieldError] = list(errors or [])
         lines = [message, *(f"  - {e}" for e in self.errors)]
         super().__init__("\n".join(lines))
+
+
+class MCPServerError(ToolError):
+    """An MCP server could not be started, answered nothing in time, or died: the message names
+    the server and, for a server process that exited, its exit code and the end of its stderr.
+    A tool call that meets it is an error result the model reads; the agent goes on."""
 
 
 class BatchError(SigformError):

@@ -4,6 +4,7 @@
 * :class:`CommandTool` -- commands run as subprocesses with ``${arg}`` placeholders, no shell;
 * :class:`ToolResult` -- success (a value) or error (a message), with separate user/LM text;
 * approvals -- :class:`Decision`, :class:`TerminalApprover`, :func:`auto_approve`, ...;
+* :class:`MCPClient` -- an MCP server's tools (stdio or streamable HTTP) as :class:`MCPTool` objects;
 * :class:`Agent` -- the think / call tools / observe loop that ends in the signature's outputs.
 """
 
@@ -21,6 +22,7 @@ from sigform.tools.approval import (
 from sigform.tools.chain import Chain
 from sigform.tools.command import CommandOutput, CommandTool
 from sigform.tools.events import TOOL_EVENT_STATUSES
+from sigform.tools.mcp import MCPClient, MCPTool
 from sigform.tools.result import ToolResult
 from sigform.tools.tool import Tool, as_tool
 from sigform.tools.trajectory import CallRecord, Step, Trajectory
@@ -35,6 +37,8 @@ __all__ = [
     "CommandOutput",
     "CommandTool",
     "Decision",
+    "MCPClient",
+    "MCPTool",
     "ScriptedApprover",
     "Step",
     "TerminalApprover",

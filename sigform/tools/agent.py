@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["Agent"]
 
 
-
 class Agent(Module):
     """A ReAct-style tool-using program (see the module docstring).
 
@@ -93,7 +92,10 @@ class Agent(Module):
             if tool.name == FINISH:
                 raise ToolError(f"tool name `{FINISH}` is reserved: the agent uses it for the final answer")
             if tool.name in self.tools:
-                raise ToolError(f"two tools are named `{tool.name}`; tool names must be unique")
+                raise ToolError(
+                    f"two tools are named `{tool.name}` ({self.tools[tool.name]!r} and {tool!r}); tool "
+                    "names must be unique (an MCP server's tools take a prefix: MCPClient(..., prefix='x_'))"
+                )
             self.tools[tool.name] = tool
         self.max_steps = max_steps
         self.approver = approver
@@ -180,9 +182,7 @@ class _Run:
     async def go(self) -> Prediction:
         for step in range(1, self.agent.max_steps + 1):
             # sent fitted to the context window: whole steps dropped oldest first (see sigform.conversation)
-            completions = await asend(
-                self.lm, list(self.messages), self.kwargs, layout=self._layout()
-            )
+            completions = await asend(self.lm, list(self.messages), self.kwargs, layout=self._layout())
             if not completions:
                 raise ToolError("the LM returned no completion")
             completion = self.last = completions[0]

@@ -23,7 +23,7 @@ from typing import Any
 
 from sigform.tools.display import shell_line
 
-__all__ = ["CommandOutput", "run_command"]
+__all__ = ["CommandOutput", "end_process", "end_process_now", "run_command", "spawn"]
 
 _KEEP_TAIL = 4096  # of a truncated stream, keep the end too: errors are usually printed last
 
@@ -102,7 +102,16 @@ def _stop_supervisor(proc: asyncio.subprocess.Process) -> None:
         pass
 
 
-async def _end(proc: asyncio.subprocess.Process, supervised: bool) -> None:
+def end_process_now(proc: asyncio.subprocess.Process) -> None:
+    """Signal the end of the command and everything it started, without waiting (for finalizers)."""
+    if proc.returncode is None:
+        if _SUPERVISED:
+            _stop_supervisor(proc)
+        else:
+            _kill_group(proc)
+
+
+async def end_process(proc: asyncio.subprocess.Process, supervised: bool = _SUPERVISED) -> None:
     """End the command and everything it started; the process group goes in any case."""
     if supervised and proc.returncode is None:
         _stop_supervisor(proc)
@@ -126,12 +135,17 @@ async def _read_status(fd: int) -> str:
         transport.close()
 
 
-async def _spawn(
-    argv: Sequence[str], cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None
+async def spawn(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    *,
+    stdin: int = subprocess.DEVNULL,
 ) -> asyncio.subprocess.Process:
-    """Start ``argv`` in its own session (under the supervisor on Linux); OSError if it cannot run."""
+    """Start ``argv`` in its own session (under the supervisor on Linux); OSError if it cannot run.
+    stdout and stderr are pipes; ``stdin`` is /dev/null unless ``subprocess.PIPE`` is asked for."""
     common: dict[str, Any] = {
-        "stdin": subprocess.DEVNULL,
+        "stdin": stdin,
         "stdout": subprocess.PIPE,
         "stderr": subprocess.PIPE,
         "cwd": cwd,
@@ -153,7 +167,7 @@ async def _spawn(
     try:
         status = await _read_status(read_fd)
     except BaseException:
-        await _end(proc, supervised=True)
+        await end_process(proc, supervised=True)
         raise
     if status == "started":
         return proc
@@ -174,7 +188,7 @@ async def run_command(
 ) -> CommandOutput:
     """Run one argv without a shell; capture bounded output; on timeout end it and every process
     it started (see the module docstring for what can escape)."""
-    proc = await _spawn(argv, cwd, env)
+    proc = await spawn(argv, cwd, env)
 
     async def communicate() -> tuple[str, str, int]:
         (out, _), (err, _), code = await asyncio.gather(
@@ -187,7 +201,7 @@ async def run_command(
         out, err, code = await asyncio.wait_for(asyncio.shield(task), timeout)
         return CommandOutput(tuple(argv), code, out, err)
     except asyncio.TimeoutError:
-        await _end(proc, _SUPERVISED)
+        await end_process(proc, _SUPERVISED)
         try:  # the pipes close once every process is dead; bounded in case one escaped
             out, err, _ = await asyncio.wait_for(task, 5.0)
         except asyncio.TimeoutError:

@@ -184,6 +184,15 @@ class NativeProtocol:
             {"role": "tool", "tool_call_id": r.call_id, "name": r.tool, "content": r.result.for_llm}
             for r in records
         ]
+        # tool messages carry text only on most APIs: the images follow in one user message
+        images = _image_parts(records)
+        if images:
+            results.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "Images from the tool results:"}, *images],
+                }
+            )
         return [assistant, *results]
 
 
@@ -236,5 +245,14 @@ class TextProtocol:
         lines = ["Tool results:"]
         for r in records:
             lines.append(f"[{r.call_id}] {r.tool} -> {r.result.status}:\n{r.result.for_llm}")
-        messages.append({"role": "user", "content": "\n\n".join(lines)})
+        text = "\n\n".join(lines)
+        images = _image_parts(records)
+        messages.append(
+            {"role": "user", "content": [{"type": "text", "text": text}, *images] if images else text}
+        )
         return messages
+
+
+def _image_parts(records: Sequence[CallRecord]) -> list[dict[str, Any]]:
+    """The image content parts of the results, in call order (``[image N ...]`` in their text)."""
+    return [part for r in records for image in r.result.images for part in image.to_content_parts()]

@@ -43,7 +43,8 @@ class ToolResult:
     ``status`` is ``"success"`` (``value`` holds what the tool returned), ``"error"`` (``message``
     says what went wrong), ``"rejected"`` (the user declined the call) or ``"cancelled"`` (the user
     stopped all tool runs). ``for_llm`` is the text sent back to the model and ``for_user`` the
-    text shown to a person (defaults to ``for_llm``).
+    text shown to a person (defaults to ``for_llm``). ``images`` (:class:`sigform.Image` values)
+    go to the model with the text, as image parts.
     """
 
     status: ResultStatus
@@ -51,6 +52,7 @@ class ToolResult:
     message: str | None = None
     llm_text: str | None = field(default=None, repr=False)
     user_text: str | None = field(default=None, repr=False)
+    images: tuple[Any, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if self.status not in _STATUSES:
@@ -61,15 +63,27 @@ class ToolResult:
     # -- constructors ------------------------------------------------------------------------
     @classmethod
     def success(
-        cls, value: Any = None, *, for_llm: str | None = None, for_user: str | None = None
+        cls,
+        value: Any = None,
+        *,
+        for_llm: str | None = None,
+        for_user: str | None = None,
+        images: tuple[Any, ...] = (),
     ) -> ToolResult:
         """A successful call returning ``value`` (rendered for the LM unless ``for_llm`` is given)."""
-        return cls("success", value=value, llm_text=for_llm, user_text=for_user)
+        return cls("success", value=value, llm_text=for_llm, user_text=for_user, images=tuple(images))
 
     @classmethod
-    def error(cls, message: str, *, for_llm: str | None = None, for_user: str | None = None) -> ToolResult:
+    def error(
+        cls,
+        message: str,
+        *,
+        for_llm: str | None = None,
+        for_user: str | None = None,
+        images: tuple[Any, ...] = (),
+    ) -> ToolResult:
         """A failed call; ``message`` is what the LM is told (unless ``for_llm`` overrides it)."""
-        return cls("error", message=str(message), llm_text=for_llm, user_text=for_user)
+        return cls("error", message=str(message), llm_text=for_llm, user_text=for_user, images=tuple(images))
 
     @classmethod
     def rejected(cls, message: str = "The user declined this tool call; it did not run.") -> ToolResult:

@@ -23,7 +23,13 @@ from sigform.errors import FieldError, ToolArgumentsError, ToolError
 from sigform.excerpt import shorten
 from sigform.probes import probe
 
-__all__ = ["args_model_from_function", "describe_function", "parameters_schema", "validate_arguments"]
+__all__ = [
+    "args_model_from_function",
+    "decode_arguments",
+    "describe_function",
+    "parameters_schema",
+    "validate_arguments",
+]
 
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:?\s*$", re.IGNORECASE)
 _OTHER_SECTION = re.compile(
@@ -148,14 +154,9 @@ def _safe_type_name(type_name: Callable[[Any], str], annotation: Any) -> str:
     return probe("type name", lambda: type_name(annotation), repr(annotation))
 
 
-def validate_arguments(
-    tool: str, model: type[BaseModel], arguments: Mapping[str, Any] | str | None
-) -> dict[str, Any]:
-    """Validate the LM's arguments (a decoded object or the raw JSON string) against ``model``.
-
-    Returns the validated values by argument name (nested models stay model instances). Raises
-    :class:`ToolArgumentsError` naming every bad argument.
-    """
+def decode_arguments(tool: str, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """The LM's arguments as a dict: a JSON object string is decoded, nothing is ``{}``; anything
+    else raises :class:`ToolArgumentsError`."""
     if arguments is None or arguments == "":
         arguments = {}
     if isinstance(arguments, str):
@@ -173,8 +174,20 @@ def validate_arguments(
             f"{shorten(arguments, 200)}",
             tool=tool,
         )
+    return dict(arguments)
+
+
+def validate_arguments(
+    tool: str, model: type[BaseModel], arguments: Mapping[str, Any] | str | None
+) -> dict[str, Any]:
+    """Validate the LM's arguments (a decoded object or the raw JSON string) against ``model``.
+
+    Returns the validated values by argument name (nested models stay model instances). Raises
+    :class:`ToolArgumentsError` naming every bad argument.
+    """
+    arguments = decode_arguments(tool, arguments)
     try:
-        validated = model.model_validate(dict(arguments))
+        validated = model.model_validate(arguments)
     except ValidationError as exc:
         raise ToolArgumentsError(
             f"invalid arguments for tool `{tool}`", tool=tool, errors=_error_items(model, exc)
