@@ -26,7 +26,7 @@ from sigform.tools.process import end_process, end_process_now, spawn
 
 __all__ = ["StdioServer"]
 
-_EXIT_GRACE = 1.0  # seconds a server gets to exit by itself once its stdin is closed
+_EXIT_GRACE = 2.0  # seconds (as the SDK gives) a server gets to exit by itself once its stdin is closed
 _EXIT_CODE_WAIT = 2.0  # after its stdout closed, how long to wait for the exit code
 _STDERR_TAIL = 4096  # bytes of the server's stderr kept for error messages
 _MAX_LINE = 64 * 1024 * 1024  # one JSON-RPC message; a longer line is refused, not buffered forever

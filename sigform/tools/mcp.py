@@ -40,6 +40,7 @@ import json
 import logging
 import os
 import re
+import threading
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -87,12 +88,15 @@ class _Connection:
         self.stdio = stdio  # a _mcp_stdio.StdioServer, or None for HTTP
         self.http = http
         self.owner = os.getpid()
+        self.lock = threading.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready: concurrent.futures.Future[None] | None = None
         self.stopping: asyncio.Event | None = None
+        self.task: asyncio.Task[Any] | None = None
         self.done: concurrent.futures.Future[None] | None = None
         self.session: Any = None
         self.closed = False
+        self.malformed: str | None = None  # the last message from the server that could not be read
 
     # -- on the background loop ------------------------------------------------------------------
     async def _serve(self) -> None:
@@ -100,25 +104,36 @@ class _Connection:
 
         assert self.ready is not None
         self.stopping = asyncio.Event()
+        self.task = asyncio.current_task()
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if self.stdio is not None:
                     read, write = await stack.enter_async_context(self.stdio.open())
                 else:
                     read, write = await stack.enter_async_context(_http_streams(*self.http))  # type: ignore[misc]
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._on_message)
+                )
                 await session.initialize()
                 self.session = session
-                self.ready.set_result(None)
+                if not self.ready.done():
+                    self.ready.set_result(None)
                 await self.stopping.wait()
-        except BaseException as exc:
+        except BaseException as exc:  # kept for the callers; only a cancellation goes on
             if not self.ready.done():
-                self.ready.set_exception(exc)
-            if not isinstance(exc, (Exception, asyncio.CancelledError)):
+                self.ready.set_exception(
+                    exc if isinstance(exc, Exception) else MCPServerError(f"{self.label} was stopped")
+                )
+            if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
             self.session = None
             self.closed = True
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):  # a line that is not JSON-RPC, a transport fault
+            self.malformed = escape_controls(shorten(_exception_text(message), 300))
+            logger.warning("%s sent a malformed message: %s", self.label, self.malformed)
 
     # -- from anywhere ---------------------------------------------------------------------------
     def _check_owner(self) -> None:
@@ -145,20 +160,20 @@ class _Connection:
         self._check_owner()
         if self.closed:
             raise MCPServerError(f"{self.label} was closed; open a new MCPClient")
-        if self.ready is None:
-            self.loop = _loop.background_loop()
-            self.ready = concurrent.futures.Future()
-            self.done = asyncio.run_coroutine_threadsafe(self._serve(), self.loop)  # type: ignore[assignment]
-        try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self.ready)), timeout)
-        except asyncio.TimeoutError:
+        with self.lock:  # callers on several threads start it once
+            if self.ready is None:
+                self.loop = _loop.background_loop()
+                self.ready = concurrent.futures.Future()
+                self.done = asyncio.run_coroutine_threadsafe(self._serve(), self.loop)  # type: ignore[assignment]
+        if not await _settled(self.ready, timeout):
             await self.stop()
-            raise MCPServerError(f"{self.label} did not finish starting within {timeout:g}s") from None
-        except MCPServerError:
-            raise
-        except Exception as exc:
+            raise MCPServerError(f"{self.label} did not finish starting within {timeout:g}s")
+        problem = self.ready.exception()
+        if isinstance(problem, MCPServerError):
+            raise problem
+        if problem is not None:
             await self.stop()
-            raise MCPServerError(f"{self.label} could not be started: {self.explain(exc)}") from None
+            raise MCPServerError(f"{self.label} could not be started: {self.explain(problem)}")
 
     async def stop(self) -> None:
         """End the session and the server (bounded); safe to call more than once."""
@@ -169,16 +184,15 @@ class _Connection:
         assert loop is not None
         with contextlib.suppress(RuntimeError):  # the loop is gone (interpreter exit)
             loop.call_soon_threadsafe(self._release)
-        try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self.done)), _STOP_WAIT)  # type: ignore[arg-type]
-        except (asyncio.TimeoutError, Exception):
-            if self.stdio is not None:
-                self.stdio.end_now()
+        if not await _settled(self.done, _STOP_WAIT) and self.stdio is not None:
+            self.stdio.end_now()
 
     def _release(self) -> None:
-        if self.stopping is not None:
+        if self.ready is not None and not self.ready.done() and self.task is not None:
+            self.task.cancel()  # still starting: stop waiting for it
+        elif self.stopping is not None:
             self.stopping.set()
-        elif self.done is not None:  # not started yet on the loop
+        elif self.done is not None:  # not running on the loop yet
             self.done.cancel()
 
     def abandon(self) -> None:
@@ -220,7 +234,12 @@ class _Connection:
             try:
                 return await asyncio.wait_for(make(session), timeout)
             except asyncio.TimeoutError:
-                raise MCPServerError(f"{self.label}: {what} got no answer within {timeout:g}s") from None
+                note = (
+                    f" (it sent a message that could not be read: {self.malformed})" if self.malformed else ""
+                )
+                raise MCPServerError(
+                    f"{self.label}: {what} got no answer within {timeout:g}s{note}"
+                ) from None
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -229,6 +248,17 @@ class _Connection:
                 raise MCPServerError(f"{self.label}: {what} failed: {self.explain(exc)}") from None
 
         return await self.on_loop(go)
+
+
+async def _settled(future: concurrent.futures.Future[Any] | None, timeout: float) -> bool:
+    """Wait up to ``timeout`` for a future of the connection's loop, from any loop; never cancels
+    it, and never leaves an exception unretrieved."""
+    if future is None:
+        return True
+    wrapped = asyncio.wrap_future(future)
+    wrapped.add_done_callback(lambda f: f.cancelled() or f.exception())
+    done, _ = await asyncio.wait([wrapped], timeout=timeout)
+    return bool(done)
 
 
 def _exception_text(exc: BaseException) -> str:
@@ -433,6 +463,12 @@ class MCPClient:
         """The process id of a stdio server (on Linux, its supervisor's: the server is its child)."""
         stdio = self._conn.stdio
         return stdio.pid if stdio is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        """A stdio server's exit code once it has exited (0: it ended when its stdin closed)."""
+        stdio = self._conn.stdio
+        return stdio.returncode if stdio is not None else None
 
     # -- tools ---------------------------------------------------------------------------------
     async def atools(self) -> list[MCPTool]:

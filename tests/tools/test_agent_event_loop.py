@@ -156,7 +156,10 @@ print("answers:", agent(question="x").answer, agent(question="y").answer)
 """
     out = subprocess.run(
         [sys.executable, "-W", "error::ResourceWarning", "-c", code],
-        capture_output=True, text=True, timeout=60, cwd=tests.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tests.parent,
     )
     assert out.returncode == 0, out.stderr
     assert "answers: 4 4" in out.stdout and "closed: [True]" in out.stdout

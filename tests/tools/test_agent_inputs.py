@@ -22,8 +22,11 @@ def _noop(a: int) -> int:
 
 def _four_lm() -> ScriptedLM:
     return ScriptedLM(
-        [Completion(text="", tool_calls=(ToolCall("finish", {"answer": "4"}, "id_1"),),
-                    finish_reason="tool_calls")],
+        [
+            Completion(
+                text="", tool_calls=(ToolCall("finish", {"answer": "4"}, "id_1"),), finish_reason="tool_calls"
+            )
+        ],
         features={"tools", "stop", "json_object"},
     )
 

@@ -33,7 +33,10 @@ def test_command_tool_refuses_the_leading_value_before_running(tmp_path: Path) -
         name: str
 
     tool = CommandTool(
-        "touch", "touch", [[PY, "-c", f"open({str(marker)!r}, 'w')", "${name}.txt"]], Args,
+        "touch",
+        "touch",
+        [[PY, "-c", f"open({str(marker)!r}, 'w')", "${name}.txt"]],
+        Args,
         requires_approval=False,
     )
     result = tool.run(name="--evil")

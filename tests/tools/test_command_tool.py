@@ -196,7 +196,10 @@ def test_negative_number_text_is_an_option_for_a_text_argument(tmp_path: Path, v
     # `ls -1` ran: a '-1' from the model is an option for most programs (ls -1, head -5, git log -3)
     marker = tmp_path / "ran"
     tool = CommandTool(
-        "list_it", "d", [[PY, "-c", f"open({str(marker)!r}, 'w')", "${text}"]], args=EchoArgs,
+        "list_it",
+        "d",
+        [[PY, "-c", f"open({str(marker)!r}, 'w')", "${text}"]],
+        args=EchoArgs,
         requires_approval=False,
     )
     result = tool.run(text=value)
@@ -323,7 +326,9 @@ def test_exit_code_and_death_by_signal_are_reported_as_the_command_ended():
     code = CommandTool("c", "d", [[PY, "-c", "raise SystemExit(7)"]], requires_approval=False).run()
     assert code.value[0].returncode == 7
     killed = CommandTool(
-        "k", "d", [[PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"]],
+        "k",
+        "d",
+        [[PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"]],
         requires_approval=False,
     ).run()
     assert killed.value[0].returncode == -signal.SIGTERM
