@@ -413,10 +413,15 @@ class MCPClient:
         """A streamable-HTTP server at ``url``. ``headers`` values are credentials like every
         other in sigform: ``"env:NAME"``, ``"cmd:..."``, a callable (called for every request, so
         tokens may refresh) or a literal; they never appear in a repr, a log line or an error."""
-        from sigform.lm.credentials import Credential, is_secret_header, redact_url, split_url
+        from sigform.lm.credentials import Credential, is_secret_header, redact_url, split_url, url_secrets
 
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ToolError(f"MCPClient.http needs an http:// or https:// URL, got {redact_url(str(url))!r}")
+        if url_secrets(url):  # the SDK logs the URL it connects to
+            raise ToolError(
+                f"MCPClient.http: the URL {redact_url(url)!r} carries credentials; pass them as headers "
+                "instead, e.g. headers={'Authorization': 'env:MY_MCP_TOKEN'} (holding 'Bearer ...')"
+            )
         creds = {
             str(key): Credential(str(key), value, secret=is_secret_header(str(key)))
             for key, value in (headers or {}).items()
