@@ -21,7 +21,7 @@ from benchmarks.common import DSPY_VERSION, Section, ensure_dspy_venv, venv_pyth
 
 NAMES = (
     "import", "first_call", "format_parse", "e2e_call", "throughput", "memory", "corpus", "adversarial_parse",
-    "stream_parse", "ray_scale", "local_model", "real_suite", "fewshot",
+    "stream_parse", "ray_scale", "mcp", "local_model", "real_suite", "fewshot",
 )
 LOCAL = ("local_model", "real_suite", "fewshot")  # on the embedded model: only with --local
 DEFAULT = tuple(n for n in NAMES if n not in LOCAL)
@@ -45,6 +45,7 @@ class Options:
     adversarial_sizes: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
     adversarial_repeats: int = 3
     stream_sizes: tuple[int, ...] = (10_000, 100_000, 400_000, 1_000_000)
+    mcp_rounds: int = 7
     log: Callable[[str], None] = field(default=print)
 
     @classmethod
@@ -53,6 +54,7 @@ class Options:
             import_repeats=1, first_call_repeats=1, format_repeats=5, format_rounds=1, e2e_calls=3,
             e2e_rounds=1, e2e_litellm_calls=2, throughput_calls=20, throughput_rounds=1, memory_calls=30,
             adversarial_sizes=(1_000, 10_000), adversarial_repeats=1, ray_rows=200, stream_sizes=(1_000,),
+            mcp_rounds=1,
         )
         for key, value in overrides.items():
             setattr(base, key, value)
@@ -69,6 +71,7 @@ def _runners(opts: Options, dspy_python: Path | None) -> dict[str, Callable[[], 
         format_parse,
         import_time,
         local_model,
+        mcp_overhead,
         memory,
         ray_scale,
         real_model,
@@ -89,6 +92,7 @@ def _runners(opts: Options, dspy_python: Path | None) -> dict[str, Callable[[], 
         "adversarial_parse": lambda: adversarial_parse.run(opts.adversarial_sizes, opts.adversarial_repeats),
         "stream_parse": lambda: stream_parse.run(opts.stream_sizes),
         "ray_scale": lambda: ray_scale.run(opts.ray_rows),
+        "mcp": lambda: mcp_overhead.run(opts.mcp_rounds),
         "local_model": lambda: local_model.run(with_dspy),
         "real_suite": lambda: real_model.run(with_dspy),
         "fewshot": lambda: fewshot.run(with_dspy, log=opts.log),

@@ -178,3 +178,15 @@ def test_throughput_reports_the_http_library_floor_beside_the_socket_floor() -> 
     assert over_library.ratio is not None and over_library.ratio > 0
     assert len(section.details["aiohttp_s"]) == 1 and section.details["aiohttp_cpu_s"][0] > 0
     assert rows["CPU per call: bare aiohttp session (24 @4)"].sigform is not None
+
+
+def test_the_mcp_overhead_measurement_runs() -> None:
+    from benchmarks import mcp_overhead
+
+    section = mcp_overhead.run(rounds=1, per_round=2)
+    assert [r.metric.split(":")[0] for r in section.rows] == [
+        "MCP list 11 tools",
+        "MCP one tool call (async)",
+        "MCP one tool call (sync)",
+    ]
+    assert all(r.sigform is not None and r.ratio and r.ratio > 0 for r in section.rows)

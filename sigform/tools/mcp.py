@@ -582,14 +582,21 @@ class MCPTool(Tool):
         )
         schema = spec.input_schema if isinstance(spec.input_schema, dict) else {}
         self.parameters = _clean_schema(schema)
-        self._validator = _schema_validator(self.parameters, f"{label}: tool `{self.name}`")
+        self._validator = _schema_validator(self.parameters)
 
     def validate(self, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
         """Check the model's arguments against the server's JSON schema (the server checks too)."""
         from sigform.tools.schema import decode_arguments
 
         values = decode_arguments(self.name, arguments)
-        problems = [_field_error(error) for error in self._validator.iter_errors(values)]
+        try:
+            problems = [_field_error(error) for error in self._validator.iter_errors(values)]
+        except Exception as exc:  # the schema itself is broken (a bad type name, an unresolvable $ref)
+            raise ToolArgumentsError(
+                f"the arguments of tool `{self.name}` cannot be checked: the server's schema for them is "
+                f"not usable JSON Schema ({shorten(_exception_text(exc), 200)})",
+                tool=self.name,
+            ) from None
         if problems:
             raise ToolArgumentsError(
                 f"invalid arguments for tool `{self.name}`", tool=self.name, errors=problems
@@ -666,19 +673,13 @@ def _clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _schema_validator(schema: dict[str, Any], where: str) -> Any:
-    from jsonschema import SchemaError
+def _schema_validator(schema: dict[str, Any]) -> Any:
+    """A validator for the server's argument schema. Not checked against the metaschema here (20 ms
+    a tool): a schema that cannot be used fails the call that needs it, as an error result."""
     from jsonschema.validators import validator_for
     from referencing import Registry
 
-    cls = validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except SchemaError as exc:
-        raise ToolError(
-            f"{where}: the server's argument schema is not valid JSON Schema: {exc.message}"
-        ) from None
-    return cls(schema, registry=Registry())  # $refs resolve inside the schema only, never fetched
+    return validator_for(schema)(schema, registry=Registry())  # $refs resolve inside it, never fetched
 
 
 def result_from_mcp(result: Any) -> ToolResult:

@@ -9,10 +9,12 @@ reported back to it instead of being silently dropped.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import re
 import typing
+import weakref
 from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -115,8 +117,19 @@ def args_model_from_function(func: Callable[..., Any], model_name: str) -> type[
         raise ToolError(f"tool function {model_name}: its parameters cannot form a schema: {exc}") from exc
 
 
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of the arguments object, as function-calling APIs expect it."""
+    """The JSON schema of the arguments object, as function-calling APIs expect it (a fresh copy:
+    building it costs milliseconds, so it is made once per model)."""
+    cached = _SCHEMAS.get(model)
+    if cached is None:
+        cached = _SCHEMAS[model] = _parameters_schema(model)
+    return copy.deepcopy(cached)
+
+
+def _parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
     try:
         schema = model.model_json_schema()
     except Exception as exc:
