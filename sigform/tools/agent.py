@@ -140,7 +140,8 @@ class Agent(Module):
                 "every call)"
             )
         native = self.native if self.native is not None else bool(lm.supports("tools"))
-        protocol = NativeProtocol() if native else TextProtocol()
+        images = bool(lm.supports("multimodal"))
+        protocol = NativeProtocol(images) if native else TextProtocol(images)
         parallel = (
             self.parallel_tools if self.parallel_tools is not None else bool(get_setting("parallel_tools"))
         )

@@ -707,7 +707,7 @@ def result_from_mcp(result: Any) -> ToolResult:
             else:
                 images.append(image)
                 items.append(image)
-                texts.append(f"[image {len(images)} ({part.mime_type}) follows]")
+                texts.append(f"[image {len(images)}: {part.mime_type}]")
         elif kind == "audio":
             texts.append(f"[audio ({part.mime_type}) not shown]")
         elif kind == "resource":

@@ -140,6 +140,9 @@ class NativeProtocol:
 
     native = True
 
+    def __init__(self, images: bool = True) -> None:
+        self.images = images  # the model takes image parts (else tool images stay described in text)
+
     def request_kwargs(self, signature: Any, tools: Sequence[Tool]) -> dict[str, Any]:
         finish = {
             "type": "function",
@@ -185,7 +188,7 @@ class NativeProtocol:
             for r in records
         ]
         # tool messages carry text only on most APIs: the images follow in one user message
-        images = _image_parts(records)
+        images = _image_parts(records) if self.images else []
         if images:
             results.append(
                 {
@@ -200,6 +203,9 @@ class TextProtocol:
     """Tool calls written as JSON text (see the module docstring)."""
 
     native = False
+
+    def __init__(self, images: bool = True) -> None:
+        self.images = images
 
     def request_kwargs(self, signature: Any, tools: Sequence[Tool]) -> dict[str, Any]:
         return {}
@@ -246,7 +252,7 @@ class TextProtocol:
         for r in records:
             lines.append(f"[{r.call_id}] {r.tool} -> {r.result.status}:\n{r.result.for_llm}")
         text = "\n\n".join(lines)
-        images = _image_parts(records)
+        images = _image_parts(records) if self.images else []
         messages.append(
             {"role": "user", "content": [{"type": "text", "text": text}, *images] if images else text}
         )

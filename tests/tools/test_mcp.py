@@ -76,7 +76,7 @@ def test_results_map_text_images_structured_content_and_errors(math_server):
     picture = tools["picture"].run({"caption": "a dot"})
     assert picture.ok and picture.value[0] == "a dot" and isinstance(picture.value[1], sf.Image)
     assert picture.images == (picture.value[1],)
-    assert "[image 1 (image/png) follows]" in picture.for_llm
+    assert "[image 1: image/png]" in picture.for_llm
     stats = tools["stats"].run({"values": [1, 2, 6]})
     assert stats.value == {"mean": 3.0, "count": 3}
     failed = tools["fail"].run({"why": "it had to"})
@@ -139,9 +139,25 @@ def test_an_agent_uses_two_servers_with_one_tool_requiring_approval(math_server,
     )
 
     # the image reached the model as an image part
-    sent = pred._meta.messages
-    parts = [p for m in sent if isinstance(m.get("content"), list) for p in m["content"]]
-    assert any(p.get("type") == "image_url" for p in parts)
+    assert any(p.get("type") == "image_url" for p in content_parts(pred))
+
+
+def content_parts(pred):
+    return [p for m in pred._meta.messages if isinstance(m.get("content"), list) for p in m["content"]]
+
+
+def test_a_model_without_image_input_gets_the_images_described(math_server):
+    lm = ScriptedLM(
+        [
+            Completion(text="", tool_calls=(ToolCall("picture", {"caption": "see"}, "c1"),)),
+            Completion(text="", tool_calls=(ToolCall("finish", {"answer": "a dot"}, "c2"),)),
+        ],
+        features={"tools", "stop", "json_object"},  # strict: an image part would be refused
+    )
+    agent = sf.Agent("question -> answer", tools=math_server.tools(), lm=lm, approver=auto_approve)
+    pred = agent(question="what is it?")
+    assert pred.answer == "a dot" and content_parts(pred) == []
+    assert "[image 1: image/png]" in pred.trajectory.calls[0].result.for_llm
 
 
 async def test_the_same_agent_runs_async(math_server, notes_server):
