@@ -166,12 +166,12 @@ class StdioServer:
     async def _stop(self) -> None:
         proc = self.proc
         assert proc is not None
+        _started.discard(self)
+        self.stdin_fd = None  # closed below: a later fork must not touch whatever reuses the number
         if proc.stdin is not None:
             proc.stdin.close()
         if not await self._wait_exit(_EXIT_GRACE):
             await end_process(proc)
-        _started.discard(self)
-        self.stdin_fd = None
 
 
 # -- process-wide: kept in one place ------------------------------------------------------------
