@@ -97,6 +97,7 @@ class StdioServer:
                 end_process_now(proc)
 
     async def _read_stdout(self, send: Any) -> None:
+        import anyio
         import mcp_types
         from mcp.shared.message import SessionMessage
 
@@ -125,8 +126,8 @@ class StdioServer:
                         buffer.clear()
                 # stdout closed: the server is exiting; its exit code makes the error message
                 await self._wait_exit(_EXIT_CODE_WAIT)
-        except Exception:  # the session went away (closed streams): nothing is left to tell
-            pass
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass  # the session went away (closed streams) or the pipe broke: nothing is left to tell
 
     async def _write_stdin(self, receive: Any, read_send: Any) -> None:
         stdin = self.proc.stdin  # type: ignore[union-attr]
