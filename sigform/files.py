@@ -10,6 +10,7 @@ the lock goes away with the process, however it ends.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -22,6 +23,7 @@ __all__ = [
     "lock_exclusive",
     "open_regular",
     "read_regular",
+    "write_atomic",
 ]
 
 # a small state file (a few hundred bytes) is read up to this; a longer one is not JSON then, and
@@ -81,6 +83,28 @@ def read_regular(path: str | os.PathLike[str], limit: int = MAX_STATE_BYTES) -> 
     if len(data) > limit:
         raise ValueError(f"{os.fspath(path)} is larger than {limit} bytes")
     return data
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` in one step: written to a new file of a random name beside
+    it (created exclusively, so nothing already there -- a FIFO, a symlink to another file -- is
+    opened or written through), then renamed over ``path``. A predictable temporary name
+    (``state.json.<pid>.tmp``) would let anyone who can write the folder hang the writer with a
+    FIFO or redirect the write with a symlink."""
+    import tempfile
+
+    target = os.fspath(path)
+    folder, name = os.path.split(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _kind(st_mode: int) -> str:

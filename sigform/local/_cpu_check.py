@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sigform.files import read_regular
+from sigform.files import read_regular, write_atomic
 from sigform.local._launcher import PROBE_FLAG, SAFE_CPU_FLAG
 from sigform.local._process import describe_exit
 
@@ -123,11 +123,9 @@ def _store(path: Path, key: str, verdict: CpuVerdict) -> None:
     entries.pop(key, None)
     entries[key] = {"safe": verdict.safe, "reason": verdict.reason, "checked_at": time.time()}
     kept = dict(list(entries.items())[-_MAX_ENTRIES:])  # oldest first: a shared home stays small
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     with contextlib.suppress(OSError):  # the cache only saves time; the next start checks again
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"machines": kept}, indent=2))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps({"machines": kept}, indent=2).encode())
 
 
 def _run_probe(model_path: Path, threads: int, safe: bool, log_path: Path) -> int | None:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sigform.errors import LocalModelError
-from sigform.files import read_regular
+from sigform.files import read_regular, write_atomic
 from sigform.local._requirements import require_local_extra
 
 __all__ = ["default_model_path", "ensure_file", "ensure_model", "sha256_file"]
@@ -58,7 +58,7 @@ def _stamp_ok(target: Path, expected: str) -> bool:
 
 def _write_stamp(target: Path, digest: str) -> None:
     with contextlib.suppress(OSError):  # the stamp only saves time; failing to write it is harmless
-        _stamp_path(target).write_text(json.dumps({**_fingerprint(target), "sha256": digest}))
+        write_atomic(_stamp_path(target), json.dumps({**_fingerprint(target), "sha256": digest}).encode())
 
 
 def ensure_file(target: Path, expected_sha256: str, build: Callable[[Path], None]) -> Path:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from sigform.files import read_regular
+from sigform.files import read_regular, write_atomic
 
 __all__ = ["ServerState", "cache_dir", "clear_state", "pid_alive", "read_state", "state_path", "write_state"]
 
@@ -87,9 +87,7 @@ def write_state(state: ServerState, path: Path | None = None) -> None:
     """Atomically record ``state``."""
     path = path or state_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(asdict(state), indent=2))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(asdict(state), indent=2).encode())  # no predictable temp name
 
 
 def clear_state(pid: int | None = None, path: Path | None = None) -> None:
