@@ -27,6 +27,8 @@ The hierarchy (a second base class lets ``except ValueError`` / ``except TypeErr
     ├── CacheEntryError (ValueError) ....... a stored cache value is no valid entry (a miss)
     ├── MalformedResponseError (ValueError)  an HTTP 200 body that is not a chat completion
     ├── ScriptError ........................ the scripted test LM cannot answer a call
+    ├── NotRegularFile (OSError) ........... a data file's path names a FIFO, device or folder
+    ├── FileLocked (OSError) ............... another process holds a data file's write lock
     └── LMError ............................ a language-model call failed
         ├── AuthenticationError ............ credentials rejected (never retried)
         ├── CredentialError ................ a credential could not be resolved (never retried)
@@ -62,6 +64,7 @@ __all__ = [
     "CredentialError",
     "FieldError",
     "FieldValueError",
+    "FileLocked",
     "InputError",
     "JSONTextError",
     "LMError",
@@ -70,6 +73,7 @@ __all__ = [
     "MCPServerError",
     "MalformedResponseError",
     "MetricValueError",
+    "NotRegularFile",
     "ParameterError",
     "ParseError",
     "ProgramStateError",
@@ -87,6 +91,21 @@ __all__ = [
 
 class SigformError(Exception):
     """Base class of every error sigform raises on purpose."""
+
+
+class NotRegularFile(SigformError, OSError):
+    """A data file's path (a checkpoint, the cache secret, a state file) names something other
+    than a regular file: a FIFO, a device or a folder (see :mod:`sigform.files`)."""
+
+
+class FileLocked(SigformError, OSError):
+    """Another open file holds a data file's write lock; ``holder`` is its process id when the OS
+    says (see :func:`sigform.files.lock_exclusive`)."""
+
+    def __init__(self, path: str, holder: int | None, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.holder = holder
 
 
 class SignatureError(SigformError, TypeError):

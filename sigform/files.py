@@ -16,6 +16,8 @@ import os
 import stat
 import sys
 
+from sigform.errors import FileLocked, NotRegularFile
+
 __all__ = [
     "MAX_STATE_BYTES",
     "FileLocked",
@@ -32,19 +34,6 @@ MAX_STATE_BYTES = 1 << 16
 
 logger = logging.getLogger("sigform")
 _warned: set[str] = set()
-
-
-class NotRegularFile(OSError):
-    """The path names something other than a regular file (a FIFO, a device, a folder)."""
-
-
-class FileLocked(OSError):
-    """Another open file holds the lock; ``holder`` is its process id when the OS says."""
-
-    def __init__(self, path: str, holder: int | None) -> None:
-        super().__init__(f"{path} is locked by {describe_process(holder)}")
-        self.path = path
-        self.holder = holder
 
 
 def open_regular(path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
@@ -126,14 +115,15 @@ def lock_exclusive(fd: int, path: str) -> None:
             os.lseek(fd, 0, os.SEEK_SET)
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         except OSError:
-            raise FileLocked(path, None) from None
+            raise FileLocked(path, None, f"{path} is locked by another process") from None
         return
     import fcntl
 
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise FileLocked(path, _flock_holder(fd)) from None
+        holder = _flock_holder(fd)
+        raise FileLocked(path, holder, f"{path} is locked by {describe_process(holder)}") from None
 
 
 def _flock_holder(fd: int) -> int | None:
