@@ -19,14 +19,14 @@ _EXPORTS: dict[str, str] = {
     "BatchError": "sigform.errors",
     "BestOfN": "sigform.predict.best_of_n",
     "ChainOfThought": "sigform.predict.chain_of_thought",
-    "Completions": "sigform.predict.prediction",
+    "Completions": "sigform.signatures.prediction",
     "Example": "sigform.predict.example",
     "Executor": "sigform.predict.executors",
     "Failure": "sigform.predict.batch",
     "Module": "sigform.predict.module",
     "Predict": "sigform.predict.predict",
-    "Prediction": "sigform.predict.prediction",
-    "PredictionMeta": "sigform.predict.prediction",
+    "Prediction": "sigform.signatures.prediction",
+    "PredictionMeta": "sigform.signatures.prediction",
     "ProgramStateError": "sigform.errors",
     "Refine": "sigform.predict.best_of_n",
     "ThreadExecutor": "sigform.predict.executors",
@@ -69,5 +69,5 @@ if TYPE_CHECKING:
     from sigform.predict.executors import Executor, ThreadExecutor
     from sigform.predict.module import Module
     from sigform.predict.predict import Predict
-    from sigform.predict.prediction import Completions, Prediction, PredictionMeta
     from sigform.predict.voting import majority
+    from sigform.signatures.prediction import Completions, Prediction, PredictionMeta

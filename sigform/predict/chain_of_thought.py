@@ -12,19 +12,20 @@ field with ``ChainOfThought(sig, native_reasoning=False)`` or
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, overload
 
-from sigform.predict.predict import Predict, SignatureLike, ensure_signature
+from sigform.predict.predict import Predict, SignatureLike, _In, _Out, ensure_signature, result_type
 from sigform.settings import get_setting
-from sigform.signatures import OutputField, Signature
+from sigform.signatures import DynamicSignature, OutputField, Signature
+from sigform.signatures.prediction import Prediction
 
 __all__ = ["REASONING_DESC", "ChainOfThought"]
 
 REASONING_DESC = "Think step by step to reach the answer."
 
 
-class ChainOfThought(Predict):
+class ChainOfThought(Predict[_In, _Out]):
     """A :class:`Predict` whose signature starts its outputs with ``reasoning``.
 
     Args:
@@ -33,11 +34,33 @@ class ChainOfThought(Predict):
             ``native_reasoning`` setting, else True); False always asks for a written field.
         reasoning_desc: the description of the added field.
         **kwargs: as for :class:`Predict` (``demos``, ``lm``, ``adapter``, LM options).
+
+    Built from a signature class ``Answer``, a call returns an ``Answer`` (typed as for
+    :class:`Predict`) that also holds the reasoning: read it as ``pred["reasoning"]``, since
+    ``Answer`` does not declare it.
     """
 
+    @overload
+    def __init__(
+        self: ChainOfThought[..., Prediction],
+        signature: str | Mapping[str, Any] | type[DynamicSignature],
+        *,
+        native_reasoning: bool | None = None,
+        reasoning_desc: str = REASONING_DESC,
+        **kwargs: Any,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: ChainOfThought[_In, _Out],
+        signature: Callable[_In, _Out],
+        *,
+        native_reasoning: bool | None = None,
+        reasoning_desc: str = REASONING_DESC,
+        **kwargs: Any,
+    ) -> None: ...
     def __init__(
         self,
-        signature: SignatureLike,
+        signature: SignatureLike | Callable[_In, _Out],
         *,
         native_reasoning: bool | None = None,
         reasoning_desc: str = REASONING_DESC,
@@ -45,13 +68,15 @@ class ChainOfThought(Predict):
     ) -> None:
         from sigform.types import Reasoning
 
-        base = ensure_signature(signature)
+        base = ensure_signature(signature)  # type: ignore[arg-type]
         if "reasoning" in base.fields:
             raise ValueError(
                 f"{base.__name__} already has a `reasoning` field; use Predict, or rename the field"
             )
         self.native_reasoning = native_reasoning
-        super().__init__(base.prepend("reasoning", OutputField(desc=reasoning_desc), Reasoning), **kwargs)
+        extended = base.prepend("reasoning", OutputField(desc=reasoning_desc), Reasoning)
+        super().__init__(extended, **kwargs)  # type: ignore[arg-type]
+        self._result = result_type(signature)  # type: ignore[arg-type, assignment]
 
     def _use_native(self, lm: Any) -> bool:
         wanted = self.native_reasoning

@@ -46,9 +46,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from sigform.errors import CheckpointError
-from sigform.predict.example import Record
-from sigform.predict.prediction import Prediction
 from sigform.probes import probe
+from sigform.signatures.prediction import Prediction, PredictionMeta, Record
 
 __all__ = ["Checkpoint", "CheckpointError", "CheckpointWarning", "ResumedRun", "program_digest", "row_key"]
 
@@ -135,9 +134,15 @@ def _exact_outputs(program: Any) -> tuple[str, ...] | None:
 class _Codec:
     """Outputs to JSON and back, by the declared field types (JSON values as they are without one)."""
 
-    def __init__(self, declared: Mapping[str, Any], exact: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self,
+        declared: Mapping[str, Any],
+        exact: tuple[str, ...] | None = None,
+        result: type[Prediction] = Prediction,
+    ) -> None:
         self.declared = declared
         self.exact = exact  # the output names every result has (a Predict's), when known
+        self.result = result  # what the program returns: its signature class, or Prediction
         self._adapters: dict[str, Any] = {}
 
     def _adapter(self, name: str) -> Any:
@@ -197,7 +202,7 @@ class _Codec:
                     f"{where}: field {name!r} does not fit the program's declared type "
                     f"({type(exc).__name__}: {str(exc)[:200]}); was the file written by another program?"
                 ) from None
-        return Prediction(values)
+        return self.result._make(values, PredictionMeta())
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -215,7 +220,9 @@ class Checkpoint:
         finished rows (no lock: the file may still be another process's, e.g. a Ray worker's)."""
         self.path = Path(path)
         self.digest = digest if digest is not None else program_digest(program)
-        self._codec = _Codec(_declared_outputs(program), _exact_outputs(program))
+        self._codec = _Codec(
+            _declared_outputs(program), _exact_outputs(program), getattr(program, "_result", Prediction)
+        )
         self._rows: dict[str, Mapping[str, Any]] = {}
         self._lock = threading.Lock()
         self._warned: set[str] = set()

@@ -8,105 +8,15 @@ everywhere an example is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from sigform.predict.display import record_html, record_repr, record_rich
+from sigform.signatures.display import record_html, record_repr, record_rich
+from sigform.signatures.prediction import Record
 
 __all__ = ["Example", "as_example"]
 
 _Part = Literal["all", "inputs", "labels"]
-
-
-class Record:
-    """Shared base of :class:`Example` and :class:`~sigform.predict.Prediction`: an ordered bag
-    of named values with attribute and item access and no public attributes besides
-    ``to_dict`` and ``copy`` (both reserved field names)."""
-
-    __slots__ = ("_store",)
-
-    def __init__(self, data: Mapping[str, Any] | Record | None = None, /, **values: Any) -> None:
-        store: dict[str, Any] = {}
-        if data is not None:
-            store.update(data._store if isinstance(data, Record) else data)
-        store.update(values)
-        object.__setattr__(self, "_store", store)
-
-    # -- access --------------------------------------------------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        # only reached when normal lookup fails; private/dunder names never read the store, so
-        # copy/pickle probing (``__deepcopy__``, ``__getstate__``) behaves normally
-        if name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return self._store[name]
-        except KeyError:
-            raise AttributeError(
-                f"{type(self).__name__} has no field {name!r}; fields: {', '.join(self._store) or '(none)'}"
-            ) from None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_"):
-            object.__setattr__(self, name, value)
-        else:
-            self._store[name] = value
-
-    def __delattr__(self, name: str) -> None:
-        try:
-            del self._store[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __getitem__(self, key: str) -> Any:
-        return self._store[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._store[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self._store[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._store
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._store)
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Record):
-            return type(self) is type(other) and self._store == other._store
-        if isinstance(other, Mapping):
-            return self._store == dict(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            slot: getattr(self, slot) for cls in type(self).__mro__ for slot in getattr(cls, "__slots__", ())
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for key, value in state.items():
-            object.__setattr__(self, key, value)
-
-    # -- API (reserved names only) --------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """A plain ``dict`` of the values (a shallow copy)."""
-        return dict(self._store)
-
-    # -- display ----------------------------------------------------------------------------------
-    def __repr__(self) -> str:
-        return record_repr(type(self).__name__, self._store)
-
-    def _repr_html_(self) -> str:
-        return record_html(type(self).__name__, self._store)
-
-    def __rich__(self) -> Any:
-        return record_rich(type(self).__name__, self._store)
 
 
 class _FieldOrMethod:

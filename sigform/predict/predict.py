@@ -17,8 +17,8 @@ Inputs are validated before any LM call (see :mod:`sigform.predict.inputs`).
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, Union, overload
 
 from sigform import warmup
 from sigform.errors import InputError, ParseError, SignatureError
@@ -27,9 +27,9 @@ from sigform.predict.example import Example, as_examples
 from sigform.predict.inputs import InputChecker
 from sigform.predict.module import Module
 from sigform.predict.persistence import public_options
-from sigform.predict.prediction import Prediction, PredictionMeta
 from sigform.settings import get_setting
-from sigform.signatures import Signature, SignatureMeta, make_signature
+from sigform.signatures import DynamicSignature, Signature, SignatureMeta, make_signature
+from sigform.signatures.prediction import Prediction, PredictionMeta
 
 if TYPE_CHECKING:
     from sigform.adapters.base import Adapter
@@ -88,14 +88,31 @@ def ensure_signature(signature: SignatureLike) -> type[Signature]:
     )
 
 
+def result_type(signature: SignatureLike) -> type[Prediction]:
+    """What a program built from ``signature`` returns: instances of the signature class itself
+    (typed by it), or plain Predictions for a string or a dict."""
+    return signature if isinstance(signature, SignatureMeta) else Prediction
+
+
+# A program's types: its inputs (the signature class's constructor parameters) and what a call returns
+_In = ParamSpec("_In")
+_Out = TypeVar("_Out", bound=Prediction)
+
+
 def _count_failed(error: ParseError) -> None:
     """A call that ended in a ParseError still spent its requests: count them for usage trackers."""
     if error.usage is not None:
         context_vars.add_usage(error.usage, error.attempts or 1)
 
 
-class Predict(Module):
+class Predict(Module, Generic[_In, _Out]):
     """A program that asks an LM to fill a signature's outputs from its inputs.
+
+    Built from a signature class ``Answer``, it is a ``Predict[..., Answer]`` to type checkers: a
+    call returns an ``Answer`` whose outputs have their declared types, and the input keywords are
+    checked against the signature (``program(question=...)``; with per-call options,
+    ``program(Answer(question=...), lm=...)``). Built from a string or a dict, a call returns an
+    untyped :class:`Prediction`.
 
     Args:
         signature: a Signature class, a string (``"question -> answer: int"``) or a dict.
@@ -107,9 +124,31 @@ class Predict(Module):
         **lm_kwargs: LM request options for every call (``temperature=0``, ``n=3``, ...).
     """
 
+    @overload
+    def __init__(
+        self: Predict[..., Prediction],
+        signature: str | Mapping[str, Any] | type[DynamicSignature],
+        *,
+        demos: Sequence[Example | Mapping[str, Any]] | None = None,
+        lm: LMProtocol | None = None,
+        adapter: Adapter | None = None,
+        callbacks: Sequence[Callback] | None = None,
+        **lm_kwargs: Any,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Predict[_In, _Out],
+        signature: Callable[_In, _Out],
+        *,
+        demos: Sequence[Example | Mapping[str, Any]] | None = None,
+        lm: LMProtocol | None = None,
+        adapter: Adapter | None = None,
+        callbacks: Sequence[Callback] | None = None,
+        **lm_kwargs: Any,
+    ) -> None: ...
     def __init__(
         self,
-        signature: SignatureLike,
+        signature: SignatureLike | Callable[_In, _Out],
         *,
         demos: Sequence[Example | Mapping[str, Any]] | None = None,
         lm: LMProtocol | None = None,
@@ -117,7 +156,8 @@ class Predict(Module):
         callbacks: Sequence[Callback] | None = None,
         **lm_kwargs: Any,
     ) -> None:
-        self.signature = ensure_signature(signature)
+        self.signature = ensure_signature(signature)  # type: ignore[arg-type]
+        self._result: type[_Out] = result_type(signature)  # type: ignore[arg-type, assignment]
         self.demos = demos  # type: ignore[assignment]  # the setter turns dicts into Examples
         self.lm = lm
         self.adapter = adapter
@@ -147,6 +187,56 @@ class Predict(Module):
     def demos(self, value: Sequence[Example | Mapping[str, Any]] | None) -> None:
         self._demos = as_examples(value)
 
+    if TYPE_CHECKING:
+        # What type checkers see of a call (Module.__call__ runs it): the signature's inputs as
+        # keywords; or its instance, ``program(Answer(question=...), lm=...)``, with per-call
+        # options; or those options with unchecked input keywords (each overload needs one option,
+        # so that a misspelled input without options is still reported)
+        @overload  # type: ignore[override]
+        def __call__(self, *args: _In.args, **kwargs: _In.kwargs) -> _Out: ...
+        @overload
+        def __call__(
+            self,
+            inputs: _Out,
+            /,
+            *,
+            lm: LMProtocol | None = None,
+            adapter: Adapter | None = None,
+            demos: Sequence[Example | Mapping[str, Any]] | None = None,
+            config: Mapping[str, Any] | None = None,
+        ) -> _Out: ...
+        @overload
+        def __call__(
+            self,
+            *,
+            lm: LMProtocol,
+            adapter: Adapter | None = None,
+            demos: Sequence[Example | Mapping[str, Any]] | None = None,
+            config: Mapping[str, Any] | None = None,
+            **inputs: Any,
+        ) -> _Out: ...
+        @overload
+        def __call__(
+            self,
+            *,
+            adapter: Adapter,
+            demos: Sequence[Example | Mapping[str, Any]] | None = None,
+            config: Mapping[str, Any] | None = None,
+            **inputs: Any,
+        ) -> _Out: ...
+        @overload
+        def __call__(
+            self,
+            *,
+            demos: Sequence[Example | Mapping[str, Any]],
+            config: Mapping[str, Any] | None = None,
+            **inputs: Any,
+        ) -> _Out: ...
+        @overload
+        def __call__(self, *, config: Mapping[str, Any], **inputs: Any) -> _Out: ...
+        def __call__(self, *args: Any, **kwargs: Any) -> _Out:  # type: ignore[misc]
+            raise NotImplementedError
+
     # -- resolution -----------------------------------------------------------------------------
     def _resolve(
         self,
@@ -174,7 +264,7 @@ class Predict(Module):
         if demos is None and self.demo_selector is not None:
             demo_list = [*demo_list, *self.demo_selector.select(checked)]
         # the adapter only reads demos; hand it the underlying dicts without copying
-        demo_data = [d._store if isinstance(d, Example) else d for d in demo_list]
+        demo_data: list[Mapping[str, Any]] = [d._store if isinstance(d, Example) else d for d in demo_list]
         rollout = context_vars.rollout_kwargs()
         # the common case (no overrides) passes the program's own options without a merge
         kwargs = {**self.config, **(rollout or {}), **(config or {})} if rollout or config else self.config
@@ -197,10 +287,11 @@ class Predict(Module):
         demos: Sequence[Any] | None = None,
         config: Mapping[str, Any] | None = None,
         **inputs: Any,
-    ) -> Prediction:
-        """Run the program once; inputs are keyword arguments named after the input fields."""
+    ) -> _Out:
+        """Run the program once; inputs are keyword arguments named after the input fields, or one
+        instance of the signature class (``program(Answer(question=...))``)."""
         if args:
-            raise self._positional_error(args)
+            inputs = self._positional_inputs(args, inputs)
         lm, adapter, signature, demo_data, checked, kwargs = self._resolve(inputs, lm, adapter, demos, config)
         try:
             result = adapter.run(lm, signature, demo_data, checked, **kwargs)
@@ -217,10 +308,10 @@ class Predict(Module):
         demos: Sequence[Any] | None = None,
         config: Mapping[str, Any] | None = None,
         **inputs: Any,
-    ) -> Prediction:
+    ) -> _Out:
         """Async :meth:`forward`: uses the adapter's native ``arun`` (no thread hop)."""
         if args:
-            raise self._positional_error(args)
+            inputs = self._positional_inputs(args, inputs)
         lm, adapter, signature, demo_data, checked, kwargs = self._resolve(inputs, lm, adapter, demos, config)
         try:
             result = await adapter.arun(lm, signature, demo_data, checked, **kwargs)
@@ -229,15 +320,19 @@ class Predict(Module):
             raise
         return self._prediction(result, lm)
 
-    def _positional_error(self, args: tuple[Any, ...]) -> InputError:
+    def _positional_inputs(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> dict[str, Any]:
+        """The inputs of ``program(Answer(question=...))``: one signature instance, no keywords."""
+        if len(args) == 1 and isinstance(args[0], Signature) and not inputs:
+            return args[0].to_dict()
         names = ", ".join(f"{n}=..." for n in self._signature.input_fields)
-        return InputError(
-            f"{type(self).__name__} takes inputs as keyword arguments ({names}); got {len(args)} positional "
-            "argument(s). To run an Example or dict, use program(**example.to_dict('inputs')) "
-            "or program.batch()."
+        raise InputError(
+            f"{type(self).__name__} takes inputs as keyword arguments ({names}) or one instance of its "
+            f"signature class; got {len(args)} positional argument(s) "
+            f"({', '.join(type(a).__name__ for a in args)}). To run an Example or dict, use "
+            "program(**example.inputs()) or program.batch()."
         )
 
-    def _prediction(self, result: Any, lm: Any) -> Prediction:
+    def _prediction(self, result: Any, lm: Any) -> _Out:
         usage = result.usage
         context_vars.add_usage(usage, getattr(result, "attempts", 1) or 1)
         names = getattr(result, "adapter_names", None) or ()
@@ -258,8 +353,8 @@ class Predict(Module):
             finished = self._finish_values(values, completion, lm)
             # the adapter hands over a fresh dict per candidate: keep it rather than copy it
             store = finished if type(finished) is dict else dict(finished)
-            candidates.append(Prediction._make(store, meta))
-        return Prediction.from_candidates(candidates)
+            candidates.append(self._result._make(store, meta))
+        return self._result.from_candidates(candidates)
 
     def _finish_values(self, values: Mapping[str, Any], completion: Any, lm: Any) -> Mapping[str, Any]:
         """Hook for subclasses to adjust one candidate's values (ChainOfThought's native reasoning)."""

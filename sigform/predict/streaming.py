@@ -34,7 +34,7 @@ from sigform.predict.module import (
     _call_ids,  # one counter: a call id never names two calls
     program_callbacks,
 )
-from sigform.predict.prediction import Prediction
+from sigform.signatures.prediction import Prediction
 
 if TYPE_CHECKING:
     from sigform.adapters.streaming import FieldDelta

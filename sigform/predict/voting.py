@@ -8,8 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sigform.predict.example import Record
-from sigform.predict.prediction import Completions, Prediction
+from sigform.signatures.prediction import Completions, Prediction, Record
 
 __all__ = ["majority", "normalize_text"]
 

@@ -5,12 +5,19 @@ See :class:`Signature` (class form), :func:`make_signature` (string and dict for
 """
 
 from sigform.signatures.fields import CONSTRAINT_NAMES, FieldDecl, FieldSpec, InputField, OutputField
-from sigform.signatures.signature import RESERVED_FIELD_NAMES, Signature, SignatureMeta, make_signature
+from sigform.signatures.signature import (
+    RESERVED_FIELD_NAMES,
+    DynamicSignature,
+    Signature,
+    SignatureMeta,
+    make_signature,
+)
 from sigform.signatures.state import dump_state, load_state, signature_from_state
 
 __all__ = [
     "CONSTRAINT_NAMES",
     "RESERVED_FIELD_NAMES",
+    "DynamicSignature",
     "FieldDecl",
     "FieldSpec",
     "InputField",

@@ -62,8 +62,13 @@ def InputField(desc: str = "", **constraints: Any) -> Any:
     return _declare("input", desc, constraints)
 
 
-def OutputField(desc: str = "", **constraints: Any) -> Any:
-    """Declare an output field. Constraints are shown to the LM and enforced when parsing its answer."""
+def OutputField(desc: str = "", *, init: Literal[False] = False, **constraints: Any) -> Any:
+    """Declare an output field. Constraints are shown to the LM and enforced when parsing its answer.
+
+    ``init=False`` is for type checkers: an output is never an argument of the signature's
+    constructor (``Answer(question=...)`` holds a call's inputs)."""
+    if init is not False:
+        raise SignatureError("OutputField(init=...) can only be False: outputs are filled by a program")
     return _declare("output", desc, constraints)
 
 

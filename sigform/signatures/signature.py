@@ -12,15 +12,21 @@ from __future__ import annotations
 import inspect
 import sys
 import typing
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import Any, ClassVar, Optional, cast
+from collections.abc import Callable, Mapping
+from types import MappingProxyType, MethodType
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, cast
 
-from sigform.errors import SignatureError
-from sigform.signatures.fields import FieldDecl, FieldSpec
+from sigform.errors import InputError, SignatureError
+from sigform.signatures.fields import FieldDecl, FieldSpec, InputField, OutputField
 from sigform.signatures.parsing import parse_signature_string
+from sigform.signatures.prediction import Prediction
 
-__all__ = ["RESERVED_FIELD_NAMES", "Signature", "SignatureMeta", "make_signature"]
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # pragma: no cover - Python 3.10
+    from typing_extensions import dataclass_transform
+
+__all__ = ["RESERVED_FIELD_NAMES", "DynamicSignature", "Signature", "SignatureMeta", "make_signature"]
 
 # Names a field may not take: the class API below, pydantic internals, the chat "completed"
 # marker, and the few attribute names programs' Prediction/Example objects keep for themselves.
@@ -89,6 +95,10 @@ def _validate_fields(specs: list[FieldSpec], owner: str) -> None:
         raise SignatureError(f"{owner}: a signature needs at least one output field")
 
 
+# Type checkers read a signature class as a keyword-only dataclass of its fields: instances have
+# the fields' declared types, and the constructor takes the inputs (OutputField is declared with
+# init=False), so ``Answer(question=...)`` and a program's typed call check input names and types.
+@dataclass_transform(kw_only_default=True, field_specifiers=(InputField, OutputField))
 class SignatureMeta(type):
     """Collects fields at class creation and gives signature classes value semantics."""
 
@@ -100,6 +110,7 @@ class SignatureMeta(type):
     ) -> SignatureMeta:
         prebuilt: list[FieldSpec] | None = namespace.pop("__sigform_fields__", None)
         explicit = namespace.pop("__sigform_instructions__", None)
+        is_base = namespace.pop("__sigform_base__", False)  # Signature, DynamicSignature: no fields
         declared = {k: v for k, v in namespace.items() if isinstance(v, FieldDecl)}
         for key in declared:  # fields live in _fields, never as class attributes that shadow the API
             del namespace[key]
@@ -107,9 +118,8 @@ class SignatureMeta(type):
         if prebuilt is None:
             prebuilt = _collect_class_fields(cls, namespace, declared)
             doc = namespace.get("__doc__")
-            is_root = not any(isinstance(b, SignatureMeta) for b in bases)
-            explicit = None if is_root else inspect.cleandoc(doc) if doc else _inherited_instructions(bases)
-        if any(isinstance(b, SignatureMeta) for b in bases):  # every class but the root must be valid
+            explicit = None if is_base else inspect.cleandoc(doc) if doc else _inherited_instructions(bases)
+        if not is_base:  # every class but the bases must be valid
             _validate_fields(prebuilt, name)
         cls._fields = MappingProxyType({s.name: s for s in prebuilt})
         cls._explicit_instructions = explicit
@@ -166,12 +176,14 @@ class SignatureMeta(type):
     def __hash__(cls) -> int:
         return hash(cls._identity())
 
-    def _repr_html_(cls) -> str:
-        """The signature as a table in notebooks (a metaclass method: IPython shows classes' own
-        ``_repr_html_`` only when it is bound, as here)."""
+    @property
+    def _repr_html_(cls) -> Callable[[], str]:
+        """The signature as a table in notebooks. A property of the metaclass, so that it wins over
+        the instances' ``_repr_html_`` (a prediction's) and IPython gets the bound method it wants
+        for a class."""
         from sigform.html_view import signature_html
 
-        return signature_html(cls)
+        return MethodType(signature_html, cls)
 
     def __repr__(cls) -> str:
         if not cls._fields:
@@ -181,17 +193,17 @@ class SignatureMeta(type):
     # ---- immutable manipulation -----------------------------------------------------------------
     def _derive(
         cls, specs: list[FieldSpec], instructions: str | type[_Keep] | None = None
-    ) -> type[Signature]:
+    ) -> type[DynamicSignature]:
         explicit = cls._explicit_instructions if instructions is _Keep else cast(Optional[str], instructions)
         return _build(cls.__name__, specs, explicit, base=cls)
 
-    def with_instructions(cls, instructions: str) -> type[Signature]:
+    def with_instructions(cls, instructions: str) -> type[DynamicSignature]:
         """A copy with new explicit instructions."""
         if not isinstance(instructions, str) or not instructions.strip():
             raise SignatureError("instructions must be a non-empty string")
         return cls._derive(list(cls._fields.values()), instructions)
 
-    def with_updated_field(cls, name: str, **changes: Any) -> type[Signature]:
+    def with_updated_field(cls, name: str, **changes: Any) -> type[DynamicSignature]:
         """A copy where field ``name`` has new ``desc`` / ``annotation`` / ``constraints``."""
         if name not in cls._fields:
             raise SignatureError(f"{cls.__name__} has no field `{name}` to update")
@@ -201,7 +213,7 @@ class SignatureMeta(type):
         specs = [s.replace(**changes) if s.name == name else s for s in cls._fields.values()]
         return cls._derive(specs, _Keep)
 
-    def insert(cls, index: int, name: str, field: FieldDecl, annotation: Any = str) -> type[Signature]:
+    def insert(cls, index: int, name: str, field: FieldDecl, annotation: Any = str) -> type[DynamicSignature]:
         """A copy with a field inserted at ``index`` among the fields of its kind (inputs or outputs).
 
         Negative indexes count from the end; ``-1`` appends.
@@ -218,15 +230,15 @@ class SignatureMeta(type):
         group.insert(position, spec)
         return cls._derive(inputs + outputs, _Keep)
 
-    def append(cls, name: str, field: FieldDecl, annotation: Any = str) -> type[Signature]:
+    def append(cls, name: str, field: FieldDecl, annotation: Any = str) -> type[DynamicSignature]:
         """A copy with a field added after the others of its kind."""
         return cls.insert(-1, name, field, annotation)
 
-    def prepend(cls, name: str, field: FieldDecl, annotation: Any = str) -> type[Signature]:
+    def prepend(cls, name: str, field: FieldDecl, annotation: Any = str) -> type[DynamicSignature]:
         """A copy with a field added before the others of its kind."""
         return cls.insert(0, name, field, annotation)
 
-    def delete(cls, name: str) -> type[Signature]:
+    def delete(cls, name: str) -> type[DynamicSignature]:
         """A copy without field ``name`` (an error if there is no such field)."""
         if name not in cls._fields:
             raise SignatureError(f"{cls.__name__} has no field `{name}` to delete")
@@ -243,7 +255,7 @@ class SignatureMeta(type):
 
         return dump_state(cls)
 
-    def load_state(cls, state: Mapping[str, Any]) -> type[Signature]:
+    def load_state(cls, state: Mapping[str, Any]) -> type[DynamicSignature]:
         """A copy with instructions, descriptions and constraints from ``state``, matched by field name."""
         from sigform.signatures.state import load_state
 
@@ -309,8 +321,8 @@ def _collect_class_fields(
 
 def _build(
     name: str, specs: list[FieldSpec], instructions: str | None, base: type | None = None
-) -> type[Signature]:
-    parent = Signature
+) -> type[DynamicSignature]:
+    parent = DynamicSignature
     namespace = {
         "__sigform_fields__": list(specs),
         "__sigform_instructions__": instructions,
@@ -321,15 +333,72 @@ def _build(
     return SignatureMeta(name, (parent,), namespace)  # type: ignore[return-value]
 
 
-class Signature(metaclass=SignatureMeta):
+class Signature(Prediction, metaclass=SignatureMeta):
     """Base class of all signatures. Subclass it; see the module docstring.
 
     Read access: ``Sig.input_fields``, ``Sig.output_fields``, ``Sig.fields`` (ordered mappings of
     name -> :class:`FieldSpec`), ``Sig.instructions``, ``Sig.signature`` (string form).
+
+    An instance is a :class:`Prediction` typed by the class: a program built from ``Answer``
+    returns ``Answer`` instances (``pred.answer`` has the declared type for type checkers), and
+    ``Answer(question="...")`` holds the inputs of one call, ``program(Answer(question="..."))``.
     """
 
-    def __init__(self) -> None:
-        raise TypeError("signatures are used as classes; pass the class itself to a program")
+    __slots__ = ()
+    __sigform_base__ = True
+
+    if TYPE_CHECKING:
+        # fields are read as declared attributes: a misspelled one is a type error (at run time
+        # Prediction.__getattr__ still reads the values)
+        __getattr__: ClassVar[None]  # type: ignore[assignment, misc]
+
+    def __init__(self, **inputs: Any) -> None:
+        cls = type(self)
+        if not cls._fields:
+            raise TypeError("Signature is a base class: subclass it, or use sf.make_signature(...)")
+        names = list(cls.input_fields)
+        unknown = [name for name in inputs if name not in names]
+        if unknown:
+            import difflib
+
+            close = difflib.get_close_matches(unknown[0], [*names, *cls.output_fields], n=1)
+            hint = f" (did you mean `{close[0]}`?)" if close else ""
+            kind = "an output: a program fills it" if unknown[0] in cls.output_fields else "not an input"
+            raise InputError(
+                f"{cls.__name__}: `{unknown[0]}` is {kind}{hint}; "
+                f"inputs are {', '.join(f'`{n}`' for n in names) or '(none)'}"
+            )
+        super().__init__(inputs)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # pickled with its class when the class can be imported, else as a plain Prediction (a
+        # signature declared in a function, or built at run time)
+        if _importable(type(self)):
+            return super().__reduce_ex__(protocol)
+        return (Prediction._make, (dict(self._store), self._meta, self._completions))
+
+
+def _importable(cls: type) -> bool:
+    found: Any = sys.modules.get(cls.__module__)
+    for part in cls.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is cls
+
+
+class DynamicSignature(Signature):
+    """The base of signatures built at run time: from a string or a dict (:func:`make_signature`),
+    a saved state, or a copy changed by ``append``, ``with_instructions``, ... Their fields are not
+    known to a type checker, so its values are read as ``Any`` and any input name is accepted."""
+
+    __slots__ = ()
+    __sigform_base__ = True
+
+    if TYPE_CHECKING:
+
+        def __init__(self, **inputs: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any:  # type: ignore[override]
+            raise NotImplementedError
 
 
 _FieldsArg = Mapping[str, Any] | str
@@ -341,7 +410,7 @@ def make_signature(
     *,
     types: Mapping[str, Any] | None = None,
     name: str = "StringSignature",
-) -> type[Signature]:
+) -> type[DynamicSignature]:
     """Build a signature from a string or a dict.
 
     ``make_signature("question, context: list[str] -> answer: int")`` or

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from sigform.errors import SignatureError
 
 if TYPE_CHECKING:
-    from sigform.signatures.signature import Signature, SignatureMeta
+    from sigform.signatures.signature import DynamicSignature, SignatureMeta
 
 __all__ = ["STATE_VERSION", "dump_state", "load_state", "signature_from_state"]
 
@@ -49,7 +49,7 @@ def _entries_by_name(state: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return entries
 
 
-def load_state(sig: SignatureMeta, state: Mapping[str, Any]) -> type[Signature]:
+def load_state(sig: SignatureMeta, state: Mapping[str, Any]) -> type[DynamicSignature]:
     """Apply saved instructions/descriptions/constraints to ``sig``; every field must match by name.
 
     A field missing on either side, a changed kind or a changed type is a clear error: a saved
@@ -89,7 +89,7 @@ def load_state(sig: SignatureMeta, state: Mapping[str, Any]) -> type[Signature]:
 
 def signature_from_state(
     state: Mapping[str, Any], *, types: Mapping[str, Any] | None = None, name: str = "LoadedSignature"
-) -> type[Signature]:
+) -> type[DynamicSignature]:
     """Rebuild a signature from saved state alone, resolving type strings with ``types``."""
     from sigform.signatures.fields import FieldSpec
     from sigform.signatures.namespace import signature_namespace

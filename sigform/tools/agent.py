@@ -32,9 +32,9 @@ from sigform.message import Message
 from sigform.predict.inputs import InputChecker
 from sigform.predict.module import Module
 from sigform.predict.predict import SignatureLike, default_lm, ensure_signature
-from sigform.predict.prediction import Prediction, PredictionMeta
 from sigform.settings import get_setting
 from sigform.signatures import Signature
+from sigform.signatures.prediction import Prediction, PredictionMeta
 from sigform.tools._invoke import run_sync
 from sigform.tools.approval import Approver
 from sigform.tools.protocol import FINISH, NativeProtocol, TextProtocol, Turn, system_prompt, user_prompt

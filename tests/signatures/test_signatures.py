@@ -267,6 +267,12 @@ def test_fieldspec_equality_and_repr():
     assert "ge=0" in repr(a)
 
 
-def test_signature_classes_cannot_be_instantiated():
-    with pytest.raises(TypeError):
-        QA()
+def test_a_signature_instance_holds_the_inputs_of_one_call():
+    inputs = QA(question="2+2?")
+    assert isinstance(inputs, sf.Prediction) and inputs.to_dict() == {"question": "2+2?"}
+    with pytest.raises(sf.InputError, match="`answer` is an output"):
+        QA(question="?", answer="4")
+    with pytest.raises(sf.InputError, match="did you mean `question`"):
+        QA(questoin="?")
+    with pytest.raises(TypeError, match="base class"):
+        sf.Signature()

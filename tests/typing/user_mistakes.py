@@ -20,8 +20,8 @@ def mistakes() -> None:
     count: int = qa(question="?")  # E: assignment
     Summarise()(txt="a typo")  # E: call-arg
     Summarise()(text=42)  # E: arg-type
-    sf.Predict(42)  # E: arg-type
-    sf.Predict("question -> answer", lm="openai/gpt-4o-mini")  # E: arg-type
-    sf.Predict("question -> answer", adapter="json")  # E: arg-type
+    sf.Predict(42)  # E: call-overload
+    sf.Predict("question -> answer", lm="openai/gpt-4o-mini")  # E: call-overload
+    sf.Predict("question -> answer", adapter="json")  # E: call-overload
     sf.Agent("question -> answer", tools=[], lm="openai/gpt-4o-mini")  # E: arg-type
     print(count)

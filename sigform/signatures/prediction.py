@@ -9,13 +9,105 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from sigform.lm.interface import Completion, Usage
-from sigform.predict.display import record_html, record_repr, record_rich
-from sigform.predict.example import Record
+from sigform.signatures.display import record_html, record_repr, record_rich
 
-__all__ = ["Completions", "Prediction", "PredictionMeta"]
+__all__ = ["Completions", "Prediction", "PredictionMeta", "Record"]
+
+
+class Record:
+    """Shared base of :class:`Example` and :class:`~sigform.predict.Prediction`: an ordered bag
+    of named values with attribute and item access and no public attributes besides
+    ``to_dict`` and ``copy`` (both reserved field names)."""
+
+    __slots__ = ("_store",)
+    _store: dict[str, Any]
+
+    def __init__(self, data: Mapping[str, Any] | Record | None = None, /, **values: Any) -> None:
+        store: dict[str, Any] = {}
+        if data is not None:
+            store.update(data._store if isinstance(data, Record) else data)
+        store.update(values)
+        object.__setattr__(self, "_store", store)
+
+    # -- access --------------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        # only reached when normal lookup fails; private/dunder names never read the store, so
+        # copy/pickle probing (``__deepcopy__``, ``__getstate__``) behaves normally
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._store[name]
+        except KeyError:
+            raise AttributeError(
+                f"{type(self).__name__} has no field {name!r}; fields: {', '.join(self._store) or '(none)'}"
+            ) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            self._store[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        try:
+            del self._store[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._store[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._store[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._store[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._store
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._store)
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Record):
+            return type(self) is type(other) and self._store == other._store
+        if isinstance(other, Mapping):
+            return self._store == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            slot: getattr(self, slot) for cls in type(self).__mro__ for slot in getattr(cls, "__slots__", ())
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+
+    # -- API (reserved names only) --------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A plain ``dict`` of the values (a shallow copy)."""
+        return dict(self._store)
+
+    # -- display ----------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return record_repr(type(self).__name__, self._store)
+
+    def _repr_html_(self) -> str:
+        return record_html(type(self).__name__, self._store)
+
+    def __rich__(self) -> Any:
+        return record_rich(type(self).__name__, self._store)
+
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs ~2us more per prediction
@@ -40,6 +132,8 @@ class PredictionMeta:
 
 _NO_META = PredictionMeta()
 
+_P = TypeVar("_P", bound="Prediction")
+
 
 class Prediction(Record):
     """Typed outputs of one program call (see the module docstring).
@@ -49,6 +143,8 @@ class Prediction(Record):
     """
 
     __slots__ = ("_completions", "_meta")
+    _completions: tuple[Prediction, ...] | None
+    _meta: PredictionMeta
 
     def __init__(
         self,
@@ -64,7 +160,7 @@ class Prediction(Record):
         object.__setattr__(self, "_completions", tuple(_completions) if _completions else None)
 
     @classmethod
-    def from_candidates(cls, candidates: Sequence[Prediction]) -> Prediction:
+    def from_candidates(cls: type[_P], candidates: Sequence[_P]) -> _P:
         """The prediction for a call with one or more candidates (the first one leads)."""
         if not candidates:
             raise ValueError("a prediction needs at least one candidate")
@@ -75,8 +171,11 @@ class Prediction(Record):
 
     @classmethod
     def _make(
-        cls, store: dict[str, Any], meta: PredictionMeta, completions: tuple[Prediction, ...] | None = None
-    ) -> Prediction:
+        cls: type[_P],
+        store: dict[str, Any],
+        meta: PredictionMeta,
+        completions: tuple[Prediction, ...] | None = None,
+    ) -> _P:
         """Build without copying ``store`` (the hot path of every program call)."""
         obj = object.__new__(cls)
         object.__setattr__(obj, "_store", store)
@@ -90,9 +189,17 @@ class Prediction(Record):
         """Every candidate of the call (one unless ``n > 1`` was requested)."""
         return Completions(self._completions or (self,))
 
-    def copy(self, **changes: Any) -> Prediction:
-        """A shallow copy, optionally with some values changed (metadata is kept)."""
-        return Prediction(self._store, _meta=self._meta, _completions=self._completions, **changes)
+    def copy(self: _P, **changes: Any) -> _P:
+        """A shallow copy of the same class, optionally with some values changed (metadata is kept)."""
+        return self._make({**self._store, **changes}, self._meta, self._completions)
+
+    def __eq__(self, other: object) -> bool:
+        # a typed prediction (an instance of its signature class) equals a plain one with the same values
+        if isinstance(other, Prediction):
+            return self._store == other._store
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     @property
     def _raw(self) -> str | None:
