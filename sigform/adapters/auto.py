@@ -16,12 +16,16 @@ Without an LM (``format``, ``parse``, ``stream_parser``) it is the chat adapter.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sigform.adapters.base import AdapterOptions
 from sigform.adapters.call_plan import PlannedCall
 from sigform.adapters.chat import ChatAdapter
 from sigform.adapters.result import AdapterResult
 from sigform.lm.interface import LMProtocol
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["AutoAdapter"]
 
@@ -34,8 +38,8 @@ class AutoAdapter(ChatAdapter):
         **options: passed to the chat adapter (templates, fallback, use_stop, ...).
     """
 
-    def __init__(self, *, max_reasks: int = 1, **options: Any) -> None:
-        super().__init__(max_reasks=max_reasks, **options)
+    def __init__(self, *, use_stop: bool = True, **options: Unpack[AdapterOptions]) -> None:
+        super().__init__(use_stop=use_stop, **options)
         self._json: Any = None
 
     def __repr__(self) -> str:

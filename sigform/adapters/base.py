@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from sigform.adapters.call_loop import RunState, adrive, attempt, drive, run_loop
 from sigform.adapters.call_plan import PlannedCall, ResponseFormats
@@ -43,7 +43,18 @@ from sigform.errors import ParseError, StructureError
 from sigform.hooks import emit
 from sigform.lm.interface import Completion, LMProtocol
 
-__all__ = ["Adapter", "PlannedCall"]
+__all__ = ["Adapter", "AdapterOptions", "PlannedCall"]
+
+
+class AdapterOptions(TypedDict, total=False):
+    """The options every adapter takes (see :class:`Adapter`); an adapter's own are keywords of
+    its constructor. Typed so that a misspelled option is a type error, as it is at run time."""
+
+    templates: Mapping[str, str] | None
+    template_dir: str | os.PathLike[str] | None
+    max_reasks: int
+    fallback: Adapter | bool | None
+    native_tools: bool
 
 
 # per-process caches an adapter rebuilds empty when unpickled

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from sigform.adapters.base import Adapter
+from sigform.adapters.base import Adapter, AdapterOptions
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView
 from sigform.lm.interface import LMProtocol
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["COMPLETED_MARKER", "ChatAdapter"]
 
@@ -39,7 +42,7 @@ class ChatAdapter(Adapter):
     parse_order: ClassVar[tuple[str, ...]] = ("chat", "json", "xml", "labels")
     stream_format: ClassVar[str] = "chat"
 
-    def __init__(self, *, use_stop: bool = True, **options: Any) -> None:
+    def __init__(self, *, use_stop: bool = True, **options: Unpack[AdapterOptions]) -> None:
         super().__init__(**options)
         self.use_stop = use_stop
 

@@ -17,9 +17,9 @@ import json
 import logging
 from collections.abc import Generator, Mapping
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from sigform.adapters.base import Adapter
+from sigform.adapters.base import Adapter, AdapterOptions
 from sigform.adapters.call_loop import RunState
 from sigform.adapters.call_plan import PlannedCall, ResponseFormats
 from sigform.adapters.chat_scan import neutralise_markers
@@ -29,6 +29,9 @@ from sigform.lm import capabilities
 from sigform.lm.capabilities import MODES
 from sigform.lm.interface import Completion, LMProtocol
 from sigform.lm.model import LM
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["MODES", "JSONAdapter", "forget_step_downs"]
 
@@ -50,7 +53,7 @@ class JSONAdapter(Adapter):
     parse_order: ClassVar[tuple[str, ...]] = ("json", "chat", "xml")
     stream_format: ClassVar[str] = "json"
 
-    def __init__(self, *, structured_outputs: bool = True, **options: Any) -> None:
+    def __init__(self, *, structured_outputs: bool = True, **options: Unpack[AdapterOptions]) -> None:
         options.setdefault("fallback", False)
         super().__init__(**options)
         self.structured_outputs = structured_outputs

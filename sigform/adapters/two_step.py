@@ -8,9 +8,9 @@ with a Chat or JSON adapter and returns the typed fields.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from sigform.adapters.base import Adapter
+from sigform.adapters.base import Adapter, AdapterOptions
 from sigform.adapters.call_loop import RunState, routed
 from sigform.adapters.call_plan import PlannedCall
 from sigform.adapters.chat_scan import neutralise_markers
@@ -19,6 +19,9 @@ from sigform.adapters.output_limit import TEXT_FIELD_TOKENS, resolve_output_limi
 from sigform.adapters.result import Slot
 from sigform.errors import StructureError
 from sigform.lm.interface import LMProtocol
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["TwoStepAdapter"]
 
@@ -42,7 +45,7 @@ class TwoStepAdapter(Adapter):
         self,
         extraction_lm: LMProtocol | None = None,
         extraction_adapter: Adapter | None = None,
-        **options: Any,
+        **options: Unpack[AdapterOptions],
     ) -> None:
         options.setdefault("fallback", False)
         super().__init__(**options)

@@ -19,16 +19,19 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import regex
 
-from sigform.adapters.base import Adapter
+from sigform.adapters.base import Adapter, AdapterOptions
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.extraction import _base, _item_annotation, _model_fields
 from sigform.adapters.fields import FieldView, SigCache, field_views, kind_of
 from sigform.adapters.xml_scan import escape_text
 from sigform.lm.interface import Completion, LMProtocol
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["XMLAdapter"]
 
@@ -44,7 +47,7 @@ class XMLAdapter(Adapter):
     parse_order: ClassVar[tuple[str, ...]] = ("xml", "json", "chat")
     stream_format: ClassVar[str] = "xml"
 
-    def __init__(self, *, use_stop: bool = True, **options: Any) -> None:
+    def __init__(self, *, use_stop: bool = True, **options: Unpack[AdapterOptions]) -> None:
         super().__init__(**options)
         self.use_stop = use_stop
         self._stop_tags = SigCache()
