@@ -3,12 +3,15 @@
 Field values are read by attribute (``ex.question``) or item (``ex["question"]``). The object keeps
 its own API to the few names signatures reserve (``with_inputs``, ``to_dict``, ``copy``), so an
 attribute never shadows a field; item access works for every name. Plain dicts are accepted
-everywhere an example is.
+everywhere an example is. An Example is also a mapping: ``program(**ex.inputs())``, ``dict(ex)``
+and ``{**ex}`` work; ``keys()`` is always the method (a field named ``keys`` is ``ex["keys"]``),
+while ``items``, ``values`` and ``get``, like ``inputs`` and ``labels``, are the field when the
+example has one (then call ``Example.items(ex)``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import ItemsView, Iterable, KeysView, Mapping, ValuesView
 from typing import Any, Literal
 
 from sigform.signatures.display import record_html, record_repr, record_rich
@@ -97,6 +100,27 @@ class Example(Record):
     def labels(self) -> Example:
         """An Example of only the label values: everything that is not a marked input."""
         return Example(self.to_dict("labels"))
+
+    # -- a mapping: program(**ex.inputs()), dict(ex), {**ex} --------------------------------------
+    def keys(self) -> KeysView[str]:
+        """The field names. Always this method (``**ex`` and ``dict(ex)`` call it): a field named
+        ``keys`` is read as ``ex["keys"]``."""
+        return self._store.keys()
+
+    @_FieldOrMethod
+    def values(self) -> ValuesView[Any]:
+        """The values, in field order."""
+        return self._store.values()
+
+    @_FieldOrMethod
+    def items(self) -> ItemsView[str, Any]:
+        """``(name, value)`` pairs, in field order."""
+        return self._store.items()
+
+    @_FieldOrMethod
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, or ``default``."""
+        return self._store.get(key, default)
 
     def copy(self, **changes: Any) -> Example:
         """A shallow copy, optionally with some values changed; input keys are kept."""

@@ -108,11 +108,12 @@ def _first_error_line(exc: Exception) -> str:
 class InputChecker:
     """Validates keyword inputs for one signature; built once per signature and reused."""
 
-    __slots__ = ("_fields", "_names", "_sig_name", "_validators")
+    __slots__ = ("_fields", "_names", "_sig_name", "_specs", "_validators")
 
     def __init__(self, signature: Any) -> None:
         self._sig_name: str = signature.__name__
         self._fields: Mapping[str, FieldSpec] = signature.input_fields
+        self._specs: Mapping[str, FieldSpec] = signature.fields  # inputs and outputs (demos)
         self._names = frozenset(self._fields)
         self._validators: dict[str, tuple[Validator, bool]] = {}
 
@@ -122,8 +123,38 @@ class InputChecker:
     def _validator(self, name: str) -> tuple[Validator, bool]:
         found = self._validators.get(name)
         if found is None:  # built lazily: a field never passed costs nothing
-            found = self._validators[name] = _build_validator(self._fields[name])
+            found = self._validators[name] = _build_validator(self._specs[name])
         return found
+
+    def check_demo(self, index: int, demo: Mapping[str, Any]) -> None:
+        """A demo's values against the signature, by the rule inputs follow (values are kept as
+        given). Any field may be missing or None: an incomplete demo is shown as one."""
+        for name, value in demo.items():
+            if name not in self._specs:
+                import difflib  # only this error path needs it
+
+                close = difflib.get_close_matches(str(name), self._specs, n=1, cutoff=0.5)
+                raise InputError(
+                    f"{self._sig_name}: demo #{index} has a field `{name}` the signature does not have"
+                    + (f" (did you mean `{close[0]}`?)" if close else "")
+                    + f"; fields are {', '.join(f'`{n}`' for n in self._specs)}"
+                )
+            if value is None:
+                continue
+            validate, _ = self._validator(name)
+            try:
+                result = validate(value)
+                if _bool_as_number(value, result):
+                    raise ValueError("a bool is not a number")
+            except SigformError:
+                raise
+            except Exception as exc:
+                spec = self._specs[name]
+                raise InputError(
+                    f"{self._sig_name}: demo #{index}, {spec.kind} `{name}` expects "
+                    f"{_type_label(spec.annotation)}, got {type(value).__name__} {shorten(repr(value), 80)} "
+                    f"({_first_error_line(exc)}); fix the demo's value"
+                ) from exc
 
     def check(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The validated inputs in signature order, or :class:`InputError` before any LM call."""

@@ -185,7 +185,10 @@ class Predict(Module, Generic[_In, _Out]):
 
     @demos.setter
     def demos(self, value: Sequence[Example | Mapping[str, Any]] | None) -> None:
-        self._demos = as_examples(value)
+        demos = as_examples(value)
+        for index, demo in enumerate(demos):  # checked as inputs are: a wrong value is not sent
+            self._checker.check_demo(index, demo._store)
+        self._demos = demos
 
     if TYPE_CHECKING:
         # What type checkers see of a call (Module.__call__ runs it): the signature's inputs as

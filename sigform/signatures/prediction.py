@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, ClassVar, TypeVar, overload
 
 from sigform.lm.interface import Completion, Usage
 from sigform.signatures.display import record_html, record_repr, record_rich
@@ -24,6 +24,8 @@ class Record:
 
     __slots__ = ("_store",)
     _store: dict[str, Any]
+    # names a DSPy user types from memory -> what to write here
+    _spellings: ClassVar[Mapping[str, str]] = {"toDict": "did you mean `to_dict()`?"}
 
     def __init__(self, data: Mapping[str, Any] | Record | None = None, /, **values: Any) -> None:
         store: dict[str, Any] = {}
@@ -41,9 +43,11 @@ class Record:
         try:
             return self._store[name]
         except KeyError:
-            raise AttributeError(
-                f"{type(self).__name__} has no field {name!r}; fields: {', '.join(self._store) or '(none)'}"
-            ) from None
+            fields = ", ".join(self._store) or "(none)"
+            hint = self._spellings.get(name)
+            if hint:
+                raise AttributeError(f"{type(self).__name__}.{name}: {hint} (fields: {fields})") from None
+            raise AttributeError(f"{type(self).__name__} has no field {name!r}; fields: {fields}") from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):
@@ -145,6 +149,14 @@ class Prediction(Record):
     __slots__ = ("_completions", "_meta")
     _completions: tuple[Prediction, ...] | None
     _meta: PredictionMeta
+    _spellings: ClassVar[Mapping[str, str]] = {
+        **Record._spellings,
+        **dict.fromkeys(
+            ("inputs", "labels", "with_inputs"),
+            "a Prediction holds a program's outputs; inputs(), labels() and with_inputs() are "
+            "Example methods: sf.Example(pred.to_dict()) makes one",
+        ),
+    }
 
     def __init__(
         self,

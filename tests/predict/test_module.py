@@ -91,8 +91,8 @@ def test_deepcopy_is_callable_and_independent() -> None:
 
 def test_reset_clears_demos_and_reset_copy_leaves_original() -> None:
     prog = TwoStep()
-    for p in prog.predictors():
-        p.demos = [{"question": "q", "draft": "d", "answer": "a"}]
+    for p in prog.predictors():  # each predictor's own fields: a demo's unknown key is an error
+        p.demos = [{name: "x" for name in p.signature.fields}]
     fresh = prog.reset_copy()
     assert all(p.demos == [] for p in fresh.predictors())
     assert all(len(p.demos) == 1 for p in prog.predictors())

@@ -26,10 +26,14 @@ def test_example_attribute_and_item_access() -> None:
 
 
 def test_fields_named_like_mapping_methods_are_values_not_methods() -> None:
-    # no keys/items/values/get methods: a field with such a name reads as the field
+    # items/values/get read as the field when there is one; keys() is always the method (what
+    # ``**ex`` and ``dict(ex)`` call), so a field named keys is read by item
     ex = Example(items=["a", "b"], keys="k", values=3, get="g")
-    assert ex.items == ["a", "b"]
-    assert ex.keys == "k" and ex.values == 3 and ex.get == "g"
+    assert ex.items == ["a", "b"] and Example.items(ex) == ex.to_dict().items()
+    assert ex["keys"] == "k" and ex.values == 3 and ex.get == "g"
+    assert dict(ex) == {**ex} == ex.to_dict() and list(ex.keys()) == ["items", "keys", "values", "get"]
+    plain = Example(question="2+2", answer=4).with_inputs("question")
+    assert dict(**plain.inputs()) == {"question": "2+2"} and plain.get("answer") == 4
     pred = Prediction(items=[1], inputs="x")
     assert pred.items == [1] and pred.inputs == "x"
 

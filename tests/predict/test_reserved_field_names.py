@@ -14,12 +14,13 @@ from sigform.signatures import RESERVED_FIELD_NAMES
 @pytest.mark.parametrize("cls", [Prediction, Example])
 def test_every_public_name_of_a_record_is_a_reserved_field_name(cls: type) -> None:
     # Prediction.from_candidates shadowed an output field of that name (pred.from_candidates gave
-    # the classmethod); a signature may therefore not declare any of these names. The exception:
-    # Example.inputs()/labels(), which a field of the same name wins over (``labels`` is a common
-    # output name), so they shadow nothing
+    # the classmethod); a signature may therefore not declare any of these names. The exceptions:
+    # Example.inputs()/labels()/items()/..., which a field of the same name wins over (``labels``
+    # is a common output name), so they shadow nothing; and Example.keys(), the mapping protocol
+    # (``**ex``), whose field is read as ``ex["keys"]``
     from sigform.predict.example import _FieldOrMethod
 
-    public = {n for n in dir(cls) if not n.startswith("_")}
+    public = {n for n in dir(cls) if not n.startswith("_")} - ({"keys"} if cls is Example else set())
     yielding = {n for n in public if isinstance(cls.__dict__.get(n), _FieldOrMethod)}
     assert public - yielding <= RESERVED_FIELD_NAMES, public - yielding - RESERVED_FIELD_NAMES
     for name in yielding:

@@ -149,6 +149,6 @@ def test_not_a_program_file(tmp_path: Path) -> None:
 
 
 def test_unserialisable_demo_value_is_a_clear_error(tmp_path: Path) -> None:
-    prog = Predict("a -> b", demos=[{"a": object(), "b": "x"}])
+    prog = Predict({"a": (object, sf.InputField()), "b": sf.OutputField()}, demos=[{"a": object(), "b": "x"}])
     with pytest.raises(ProgramStateError, match=r"self.demos\[0\]"):
         prog.save(tmp_path / "p.json")
