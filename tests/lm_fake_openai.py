@@ -3,7 +3,8 @@
 stdlib ``http.server`` in a thread on 127.0.0.1, port 0. By default it answers
 ``echo: <last user message>``; tests replace the behaviour with ``server.reply = fn`` where
 ``fn(body, headers) -> Reply`` (or push one-shot replies with ``server.queue``). Every request
-body and its headers are recorded in ``server.requests``.
+body, its headers and its path are recorded in ``server.requests``, ``server.headers`` and
+``server.paths``.
 """
 
 from __future__ import annotations
@@ -144,6 +145,7 @@ class FakeOpenAIServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
         self.reply: Callable[[dict[str, Any], dict[str, str]], Reply] = default_reply
         self.queue: deque[Reply] = deque()
         self.lock = threading.Lock()
@@ -164,6 +166,7 @@ class FakeOpenAIServer:
                 with server.lock:
                     server.requests.append(body)
                     server.headers.append(hdrs)
+                    server.paths.append(self.path)
                     queued = server.queue.popleft() if server.queue else None
                 reply = queued or server.reply(body, hdrs)
                 if reply.delay:

@@ -1,4 +1,5 @@
-"""The route to every provider: litellm's ``completion`` / ``acompletion``.
+"""The route to every provider: litellm's ``completion`` / ``acompletion`` (``text_completion`` /
+``atext_completion`` for a text-completion request, one with a ``prompt``).
 
 litellm is imported on the first call, never by ``import sigform``; its model cost map is read
 from the copy shipped with it (``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set before the import),
@@ -88,7 +89,10 @@ class LiteLLMBackend:
 
     @staticmethod
     def _kwargs(req: Request) -> dict[str, Any]:
-        kw: dict[str, Any] = {"model": req.model, "messages": req.messages, **req.params}
+        if req.prompt is not None:  # a text completion (litellm.text_completion)
+            kw: dict[str, Any] = {"model": req.model, "prompt": req.prompt, **req.params}
+        else:
+            kw = {"model": req.model, "messages": req.messages, **req.params}
         if req.api_key is not None:
             kw["api_key"] = req.api_key.get()
         elif req.api_base and req.provider in _KEYLESS_OK and not os.environ.get("OPENAI_API_KEY"):
@@ -117,24 +121,32 @@ class LiteLLMBackend:
             )
         return response.model_dump(), (float(cost) if cost is not None else None)
 
+    @staticmethod
+    def _send(req: Request, *, is_async: bool) -> Any:
+        """litellm's function for ``req``: (a)completion, or (a)text_completion for a prompt."""
+        litellm = import_litellm()
+        if req.prompt is not None:
+            return litellm.atext_completion if is_async else litellm.text_completion
+        return litellm.acompletion if is_async else litellm.completion
+
     def complete(self, req: Request) -> tuple[dict[str, Any], float | None]:
-        return self._result(import_litellm().completion(**self._kwargs(req)))
+        return self._result(self._send(req, is_async=False)(**self._kwargs(req)))
 
     async def acomplete(self, req: Request) -> tuple[dict[str, Any], float | None]:
-        return self._result(await import_litellm().acompletion(**self._kwargs(req)))
+        return self._result(await self._send(req, is_async=True)(**self._kwargs(req)))
 
     def stream(self, req: Request) -> Iterator[dict[str, Any]]:
         kw = self._kwargs(req)
         kw["stream"] = True
         kw.setdefault("stream_options", {"include_usage": True})
-        for chunk in import_litellm().completion(**kw):
+        for chunk in self._send(req, is_async=False)(**kw):
             yield chunk.model_dump()
 
     async def astream(self, req: Request) -> AsyncIterator[dict[str, Any]]:
         kw = self._kwargs(req)
         kw["stream"] = True
         kw.setdefault("stream_options", {"include_usage": True})
-        async for chunk in await import_litellm().acompletion(**kw):
+        async for chunk in await self._send(req, is_async=True)(**kw):
             yield chunk.model_dump()
 
 

@@ -33,6 +33,7 @@ from sigform.lm.retry import RetryPolicy, check_limits
 from sigform.lm.routing import Route, current, fast_path_eligible, resolve_route
 from sigform.lm.sdk_warmup import SDK_TASK, may_use_sdk
 from sigform.lm.streaming import StreamDelta
+from sigform.lm.text_mode import completion_params, prompt_of
 from sigform.message import Message
 from sigform.provider.prompt_cache import mark_prefix
 from sigform.settings import get_setting
@@ -166,6 +167,17 @@ class LM:
         """The configured endpoint; None for the provider's default (and for ``"local"``, whose
         server address may change while the model stays the same)."""
         return self._api_base.get() if self._api_base is not None else None
+
+    @property
+    def model_type(self) -> str:
+        """``"text"`` when requests go to text completions (a base model without a chat template,
+        see :mod:`sigform.lm.text_mode`), else ``"chat"``: ``model_type=`` as given, or detected
+        (the embedded model's GGUF has no chat template). Adapters write a plain-text document for
+        a text model."""
+        given = self.options.model_type
+        if given is not None:
+            return given
+        return self._resolve().model_type or "chat"
 
     @property
     def provider(self) -> str:
@@ -345,7 +357,10 @@ class LM:
             control["headers"] = {**extra, **(control.get("headers") or {})}
         api_key, connection = self._call_credentials(kwargs) if kwargs else (self._api_key, self._connection)
         route = self._current_route()
-        if control.get("prompt_cache", options.prompt_cache):  # adapters mark system+demos themselves
+        prompt = None
+        if (options.model_type or route.model_type) == "text":  # text completions (sigform.lm.text_mode)
+            prompt = prompt_of(messages)
+        elif control.get("prompt_cache", options.prompt_cache):  # adapters mark system+demos themselves
             messages = mark_prefix(messages, _leading_system(messages), route.provider, route.model)
         params = self._filter(route, {**self.kwargs, **kwargs} if self.kwargs else kwargs)
         # programs number their attempts (BestOfN, Refine) so each gets its own cache entry; the
@@ -358,6 +373,8 @@ class LM:
             if isinstance(params.get(name), tuple):
                 params[name] = list(params[name])
         params = nest_dotted(params)
+        if prompt is not None:
+            params = completion_params(params, grammar=route.gbnf)
         timeout = control.get("timeout", options.timeout)
         num_retries = control.get("num_retries", options.num_retries)
         if "timeout" in control or "num_retries" in control:
@@ -374,6 +391,7 @@ class LM:
             connection,
             headers,
             timeout,
+            prompt,
         )
         use_cache = control.get("cache")
         if use_cache is None:

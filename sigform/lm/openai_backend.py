@@ -1,5 +1,9 @@
 """The OpenAI-compatible fast path: the same chat-completions request through the openai SDK.
 
+A text-completion request (``Request.prompt`` set, for a model without a chat template) goes to
+``/completions`` the SDK's public way (``client.post``); the per-client template below is the
+chat endpoint's.
+
 Used for OpenAI-compatible endpoints (``openai/...`` with an ``api_base``, ``hosted_vllm/...``,
 ``lm_studio/...``, the embedded local model) so that a call never imports litellm. One client is
 kept per endpoint and credential *origin* (the env var, command, callable or literal the key comes
@@ -231,7 +235,10 @@ class OpenAIBackend:
 
     @staticmethod
     def _body(req: Request, stream: bool = False) -> dict[str, Any]:
-        body = {"model": request_model_name(req.model), "messages": req.messages, **req.params}
+        if req.prompt is not None:  # a text completion
+            body = {"model": request_model_name(req.model), "prompt": req.prompt, **req.params}
+        else:
+            body = {"model": request_model_name(req.model), "messages": req.messages, **req.params}
         if stream:
             body["stream"] = True
             body.setdefault("stream_options", {"include_usage": True})
@@ -265,12 +272,13 @@ class OpenAIBackend:
         lease = self._lease(req)
         try:
             client = lease.client
-            direct = _direct_for(client)
+            # the request template is the chat endpoint's: text completions take the SDK's way
+            direct = _direct_for(client) if req.prompt is None else None
             if direct is None:
                 import httpx2
 
                 response = client.post(
-                    "/chat/completions", body=self._body(req), cast_to=httpx2.Response,
+                    _path(req), body=self._body(req), cast_to=httpx2.Response,
                     options=self._options(req),
                 )
                 return parse_body(response.content), None
@@ -290,12 +298,12 @@ class OpenAIBackend:
         pool, lease = await self._alease(req, identity)
         try:
             client = lease.client
-            direct = _direct_for(client)
+            direct = _direct_for(client) if req.prompt is None else None
             if direct is None:
                 import httpx2
 
                 response = await client.post(
-                    "/chat/completions", body=self._body(req), cast_to=httpx2.Response,
+                    _path(req), body=self._body(req), cast_to=httpx2.Response,
                     options=self._options(req),
                 )
                 return parse_body(response.content), None
@@ -323,7 +331,7 @@ class OpenAIBackend:
         lease = self._lease(req)
         try:
             stream = lease.client.post(
-                "/chat/completions",
+                _path(req),
                 body=self._body(req, stream=True),
                 cast_to=dict,
                 options=self._options(req),
@@ -345,7 +353,7 @@ class OpenAIBackend:
         pool, lease = await self._alease(req)
         try:
             stream = await lease.client.post(
-                "/chat/completions",
+                _path(req),
                 body=self._body(req, stream=True),
                 cast_to=dict,
                 options=self._options(req),
@@ -361,6 +369,11 @@ class OpenAIBackend:
                 await stream.close()
         finally:
             await self._arelease(pool, lease)
+
+
+def _path(req: Request) -> str:
+    """The endpoint ``req`` goes to: chat completions, or text completions for a prompt."""
+    return "/chat/completions" if req.prompt is None else "/completions"
 
 
 class _Direct:

@@ -46,6 +46,8 @@ class LMOptions:
     tokens per minute (one bucket per process for each model, endpoint and limits; saved with the
     program), ``rate_limit`` puts any :class:`~sigform.lm.rate_limit.RateLimiter` there instead
     (e.g. one shared by Ray workers; it wins over ``rpm``/``tpm``); see :mod:`sigform.lm.rate_limit`.
+    ``model_type`` is ``"chat"`` (requests go to chat completions), ``"text"`` (a base model, no
+    chat template: text completions, see :mod:`sigform.lm.text_mode`) or None (detected).
     """
 
     cache: bool = field(default=True, metadata=_saved("always", bool))
@@ -64,8 +66,12 @@ class LMOptions:
     rpm: float | None = field(default=None, metadata=_saved("when set", int, float, type(None)))
     tpm: float | None = field(default=None, metadata=_saved("when set", int, float, type(None)))
     rate_limit: Any = None
+    model_type: str | None = field(default=None, metadata=_saved("when set", str, type(None)))
 
     def __post_init__(self) -> None:
+        from sigform.lm.text_mode import check_model_type
+
+        check_model_type(self.model_type)
         check_limits(num_retries=self.num_retries, timeout=self.timeout, retry_delay=self.retry_delay)
         from sigform.lm.rate_limit import check_limiter, check_rate
 

@@ -1,6 +1,9 @@
 """One LM request as data, and its cache identity.
 
-A :class:`Request` holds everything a backend needs to send one chat-completions request. The
+A :class:`Request` holds everything a backend needs to send one request: a chat-completions
+request (``messages``) or, for a model without a chat template, a text-completion request
+(``prompt`` set: the document sent to ``/completions``; ``messages`` then keep what it was
+written from, for the history). The
 api key is kept as a :class:`~sigform.lm.credentials.Credential` and resolved only when the
 request is sent, so it never reaches a cache key, a repr or the history.
 """
@@ -12,7 +15,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sigform.lm.credentials import (
@@ -39,7 +42,8 @@ __all__ = [
 
 @dataclass
 class Request:
-    """A chat-completions request: ``model`` is the name sent to the backend (e.g. ``openai/x``)."""
+    """A chat-completions request, or a text-completion one when ``prompt`` is set: ``model`` is
+    the name sent to the backend (e.g. ``openai/x``)."""
 
     model: str
     provider: str
@@ -50,6 +54,12 @@ class Request:
     connection: dict[str, Credential] = field(default_factory=dict)  # api_version, organization ...
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float | None = None
+    prompt: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """``"chat"`` (chat completions) or ``"text"`` (text completions of :attr:`prompt`)."""
+        return "chat" if self.prompt is None else "text"
 
     def known_secrets(self) -> list[str]:
         """The secret values of this request's credentials already resolved, for scrubbing error
@@ -71,17 +81,7 @@ class Request:
             params.pop("n", None)
         else:
             params["n"] = n
-        return Request(
-            self.model,
-            self.provider,
-            self.messages,
-            params,
-            self.api_base,
-            self.api_key,
-            self.connection,
-            self.headers,
-            self.timeout,
-        )
+        return replace(self, params=params)
 
 
 def normalise(value: Any) -> Any:
@@ -187,21 +187,24 @@ def _endpoint_urls(request: Request) -> list[str]:
     return [request.api_base] if request.api_base else list(_ambient_urls(request.provider).values())
 
 
-def cache_key(request: Request, endpoint: str = "chat", *, rollout_id: Any = None) -> str:
-    """The full request identity as a hex digest: model, provider, the effective endpoint
+def cache_key(request: Request, endpoint: str | None = None, *, rollout_id: Any = None) -> str:
+    """The full request identity as a hex digest: the API (chat or text completions; the
+    request's own unless given), model, provider, the effective endpoint
     (:func:`endpoint_identity`: the api_base, or the environment's for the provider's default),
-    messages and every parameter, normalised, plus the program's ``rollout_id`` (attempt number;
-    not sent). Never the api key, headers, timeout or retry settings: the cache scopes this
-    digest with a keyed fingerprint of :func:`credential_identity`
+    messages (or prompt) and every parameter, normalised, plus the program's ``rollout_id``
+    (attempt number; not sent). Never the api key, headers, timeout or retry settings: the cache
+    scopes this digest with a keyed fingerprint of :func:`credential_identity`
     (:func:`sigform.lm.cache.scoped_key`)."""
     identity = {
-        "endpoint": endpoint,
+        "endpoint": endpoint or request.endpoint,
         "model": request.model,
         "provider": request.provider,
         "api_base": endpoint_identity(request.provider, request.api_base),
         "messages": normalise(request.messages),
         "params": normalise(request.params),
     }
+    if request.prompt is not None:
+        identity["prompt"] = request.prompt
     if rollout_id is not None:
         identity["rollout_id"] = normalise(rollout_id)
     blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

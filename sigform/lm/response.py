@@ -1,5 +1,8 @@
 """Turn an OpenAI-shaped chat-completions response (a dict) into :class:`Completion` values.
 
+A text-completions response (``/completions``: each choice's ``text`` instead of a ``message``)
+is read the same way.
+
 Both backends hand this module plain dicts: the openai SDK path the JSON body, the litellm path
 ``ModelResponse.model_dump()``. Reasoning text is read from ``reasoning_content`` (litellm,
 DeepSeek, vLLM) or ``reasoning`` (some OpenAI-compatible servers).
@@ -220,9 +223,11 @@ def parse_choices(
         if not isinstance(message, Mapping):
             raise MalformedResponseError(f"a choice's message is not an object: {str(message)[:60]!r}")
         calls = _tool_calls(message)
+        # a text completion (``/completions``) answers with the choice's ``text``
+        content = message.get("content") if "text" not in choice else choice["text"]
         out.append(
             Completion(
-                text=text_of(message.get("content")),
+                text=text_of(content),
                 reasoning=reasoning_of(message),
                 tool_calls=calls,
                 finish_reason=finish_reason(choice.get("finish_reason"), calls),

@@ -14,6 +14,7 @@ Resolved once per LM, at its first call (so constructing an LM never imports lit
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -56,6 +57,11 @@ class Route:
     refresh: Callable[[], str] | None = None
     # for an endpoint that can die (the local server): the reason behind a failed request, if known
     diagnose: Callable[[], LMError | None] | None = None
+    # "text" for a model without a chat template (the embedded base model), "chat", or None:
+    # not known (chat)
+    model_type: str | None = None
+    # whether the endpoint takes a GBNF ``grammar`` (llama-cpp-python's server: the embedded one)
+    gbnf: bool = False
 
     @property
     def fast(self) -> bool:
@@ -144,6 +150,11 @@ def resolve_route(
         api_base = refresh()
         diagnose = sigform.local.death_report
         send_model = getattr(sigform.local, "LITELLM_MODEL", LOCAL_MODEL)
+    model_type = None
+    if model == "local" or "sigform.local" in sys.modules:  # a server sigform.local started
+        import sigform.local
+
+        model_type = sigform.local.model_type(api_base)
     use_fast = fast_path if fast_path is not None else fast_path_eligible(model, api_base)
     if use_fast:
         from sigform.lm.openai_backend import FAST_PROVIDERS, get_backend
@@ -171,6 +182,8 @@ def resolve_route(
             supports_n=True,
             refresh=refresh,
             diagnose=diagnose,
+            model_type=model_type,
+            gbnf=model_type is not None,
         )
 
     from sigform.lm import litellm_backend as lb
@@ -188,4 +201,6 @@ def resolve_route(
         openai_reasoning=reasoning,
         refresh=refresh,
         diagnose=diagnose,
+        model_type=model_type,
+        gbnf=model_type is not None,
     )

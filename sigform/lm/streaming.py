@@ -81,7 +81,8 @@ class StreamAccumulator:
             if reasoning:
                 cand.reasoning.append(reasoning)
                 out.append(StreamDelta("reasoning", reasoning, idx))
-            text = text_of(delta.get("content"))
+            # a text-completion chunk carries its piece as the choice's ``text``
+            text = text_of(delta.get("content") if "text" not in choice else choice["text"])
             if text:
                 cand.text.append(text)
                 out.append(StreamDelta("text", text, idx))

@@ -24,6 +24,9 @@ litellm as an OpenAI-compatible provider. This package manages the server behind
   terminal.
 * :func:`serve` starts a dedicated, unshared server for explicit control (context manager).
 
+The packaged GGUF is the pretrained base model: it has no chat template, so requests to it go to
+text completions (:func:`model_type` reads that from the GGUF; see :mod:`sigform.lm.text_mode`).
+
 The server runs with ``--logits_all False`` (a third of the memory, faster prompts), so it
 cannot return logprobs. It accepts ``response_format={"type": "json_object", "schema": {...}}``
 and constrains generation to the schema by grammar; ``{"type": "json_schema", ...}`` is
@@ -44,6 +47,7 @@ from sigform.local._server_registry import (
     current_server,
     death_report,
     ensure_server,
+    model_type,
     serve,
     stop_server,
 )
@@ -61,6 +65,7 @@ __all__ = [
     "ensure_model",
     "ensure_server",
     "litellm_params",
+    "model_type",
     "require_local_extra",
     "serve",
     "stop_server",

@@ -130,3 +130,24 @@ def ensure_model() -> Path:
             ) from exc
 
     return ensure_file(Path(pkg.default_output_path()), pkg.EXPECTED_SHA256, build)
+
+
+def model_type_of(path: Path) -> str:
+    """``"text"`` when the GGUF at ``path`` has no chat template (a base model: its requests go to
+    text completions), else ``"chat"``. Read from the file's metadata with llama-cpp-python
+    (vocabulary only, no weights), once per file version: the answer is kept next to the file."""
+    record = path.with_name(path.name + ".model-type.json")
+    try:
+        kept = json.loads(record.read_text())
+        fresh = isinstance(kept, dict) and kept.get("file") == _fingerprint(path)
+        if fresh and kept.get("type") in ("text", "chat"):
+            return str(kept["type"])
+    except (OSError, ValueError):
+        pass
+    from llama_cpp import Llama
+
+    metadata = Llama(model_path=str(path), vocab_only=True, verbose=False).metadata
+    found = "chat" if metadata.get("tokenizer.chat_template") else "text"
+    with contextlib.suppress(OSError):  # the record only saves time
+        record.write_text(json.dumps({"file": _fingerprint(path), "type": found}))
+    return found

@@ -51,7 +51,15 @@ from sigform.local._state import (
     write_state,
 )
 
-__all__ = ["MAX_RESTARTS", "current_server", "death_report", "ensure_server", "serve", "stop_server"]
+__all__ = [
+    "MAX_RESTARTS",
+    "current_server",
+    "death_report",
+    "ensure_server",
+    "model_type",
+    "serve",
+    "stop_server",
+]
 
 log = logging.getLogger("sigform.local")
 
@@ -112,6 +120,19 @@ def _forget_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def model_type(api_base: str | None = None) -> str | None:
+    """``"text"`` or ``"chat"`` for the model of the local server at ``api_base`` (default: the
+    shared one; see :func:`sigform.local.model_type_of`); None when no server of this process's
+    knowledge answers there."""
+    from sigform.local._model import model_type_of
+
+    servers = [s for s in (_current, *_owned) if s is not None]
+    for server in servers:
+        if api_base is None or server.api_base.rstrip("/") == api_base.rstrip("/"):
+            return model_type_of(Path(server.model_path))
+    return None
 
 
 def current_server() -> LocalServer | None:
