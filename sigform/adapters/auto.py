@@ -62,6 +62,10 @@ class AutoAdapter(ChatAdapter):
             return "ChatAdapter"  # decided without importing the JSON adapter
         return "JSONAdapter" if self.json_adapter().constrains(lm) else "ChatAdapter"
 
+    def answering(self, lm: LMProtocol) -> Any:
+        """The adapter that answers for ``lm``: the JSON adapter or this one (chat sections)."""
+        return self.json_adapter() if self.choose(lm) == "JSONAdapter" else self
+
     def loop(
         self,
         lm: LMProtocol,

@@ -246,6 +246,10 @@ class Adapter(PromptWriter):
             return signature
         return native_signature(lm, signature, inputs, lm_kwargs) or signature
 
+    def answering(self, lm: LMProtocol) -> Adapter:
+        """The adapter whose format answers for ``lm`` (itself; AutoAdapter picks one)."""
+        return self
+
     def fallback_adapter(self) -> Adapter | None:
         """The adapter tried after a structural failure (``None``: no fallback)."""
         option = self._fallback_option

@@ -37,7 +37,7 @@ from sigform.adapters.native_tools import TextSignature
 from sigform.adapters.output_limit import OutputLimit, length_message, resolve_output_limit
 from sigform.adapters.repair import constrained_modes, failing_fields, request_key
 from sigform.adapters.result import AdapterResult, Slot, final_error
-from sigform.conversation import asend, send
+from sigform.conversation import Layout, asend, send
 from sigform.errors import BadRequestError, FieldValueError, ParseError, ProviderError, StructureError
 from sigform.lm.interface import Completion, LMProtocol, Usage
 from sigform.message import Message
@@ -169,8 +169,17 @@ def attempt(
 ) -> Generator[PlannedCall, Any, list[Slot]]:
     """Format and send one request, judge every candidate, ask again for failing values."""
     signature = adapter.prompt_signature(lm, signature, inputs, lm_kwargs)
-    messages, layout = adapter.format_with_layout(signature, demos, inputs)
     kwargs = adapter.request_kwargs(lm, signature, inputs, lm_kwargs)
+    prefix = ""
+    layout: Layout | None
+    if text_mode(lm):  # a base model: one plain-text document (sigform.adapters.document)
+        doc = adapter.document(signature, demos, inputs)
+        messages: list[Message] = [{"role": "user", "content": doc.text}]
+        layout, prefix = None, doc.prefix
+        if doc.stop and "stop" not in lm_kwargs and lm.supports("stop"):
+            kwargs["stop"] = [*doc.stop, *(kwargs.get("stop") or ())]
+    else:
+        messages, layout = adapter.format_with_layout(signature, demos, inputs)
     limit = resolve_output_limit(lm, signature, lm_kwargs)
     if limit.source == "default":  # no limit set anywhere: one derived from the outputs
         kwargs["max_tokens"] = limit.tokens
@@ -181,6 +190,8 @@ def attempt(
     completions = yield from adapter.send_request(lm, state, first)
     if not completions:
         raise StructureError("the LM returned no completion", adapter=adapter.name)
+    if prefix:  # the answer's start was written in the document's cue
+        completions = [replace(c, text=prefix + (c.text or "")) for c in completions]
     slots = [Slot(adapter.finished_completion(signature, c, kwargs)) for c in completions]
     for slot in slots:
         judge(adapter, signature, slot, inputs, limit)
@@ -197,6 +208,11 @@ def attempt(
             if not sent:
                 break
     return slots
+
+
+def text_mode(lm: LMProtocol) -> bool:
+    """Whether ``lm`` takes text completions (a base model: ``model_type == "text"``)."""
+    return getattr(lm, "model_type", "chat") == "text"
 
 
 def judge(
@@ -255,6 +271,8 @@ def _retry_values(
     messages, layout = first.messages, first.layout  # a retry appends turns: the layout holds
     json_adapter = adapter.constrained_json()
     modes = [] if isinstance(signature, TextSignature) else constrained_modes(json_adapter, lm)
+    if not modes and text_mode(lm):
+        return False  # a base model does not follow a re-ask written as a reply; nothing constrains it
     if not modes:
         reask = adapter.reask_messages(signature, messages, slot.completion, slot.error)
         retry = PlannedCall(reask, dict(kwargs), layout=layout, formats=first.formats)

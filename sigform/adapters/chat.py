@@ -9,7 +9,7 @@ stop sequence where the LM supports it. On a structural failure it falls back to
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sigform.adapters.base import Adapter, AdapterOptions
@@ -73,6 +73,9 @@ class ChatAdapter(Adapter):
         if self.use_stop and "stop" not in kwargs and lm.supports("stop"):
             kwargs["stop"] = [COMPLETED_MARKER]
         return kwargs
+
+    def answer_prefix(self, signature: Any, outputs: Sequence[FieldView]) -> str:
+        return f"[[ ## {outputs[0].name} ## ]]\n" if outputs else ""
 
     def complete_answer(self, text: str) -> bool:
         from sigform.adapters.chat_scan import HEADER_RE

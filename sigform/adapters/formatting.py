@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from pydantic_core import to_jsonable_python
 
 from sigform.adapters.demo_cache import DemoCache
+from sigform.adapters.document import Document, label, write_document
 from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.adapters.messages import MediaCollector, assemble_with_layout, demo_to_dict, render_demos
 from sigform.adapters.native_tools import TextSignature
@@ -89,6 +90,38 @@ class PromptWriter:
         messages, layout = assemble_with_layout(self, signature, demos, inputs or {})
         emit("format", adapter=self.name, signature=signature, messages=messages)
         return messages, layout
+
+    # ---- completion mode (a model without a chat template: sigform.adapters.document) ----------
+
+    answer_label: ClassVar[str] = ""  # what introduces a record's answer ("JSON:"); "" for none
+
+    def document(
+        self, signature: Any, demos: Sequence[Any] | None = None, inputs: Mapping[str, Any] | None = None
+    ) -> Document:
+        """The request for a text-completion model: one plain-text few-shot document (see
+        :mod:`sigform.adapters.document`)."""
+        doc = write_document(self, signature, demos, inputs or {})
+        messages: list[Message] = [{"role": "user", "content": doc.text}]
+        emit("format", adapter=self.name, signature=signature, messages=messages)
+        return doc
+
+    def document_head(self, signature: Any, outputs: Sequence[FieldView], has_demos: bool) -> str:
+        """What comes before the records: the instructions, and without demos, the output fields
+        with their descriptions."""
+        head = (signature.instructions or "").strip()
+        if has_demos:
+            return head
+        fields = "\n".join(f"{label(v)}: {v.desc or v.type_name}" for v in outputs)
+        return f"{head}\n\nAnswer with:\n{fields}".strip()
+
+    def record_answer(self, signature: Any, views: Sequence[FieldView], values: Mapping[str, Any]) -> str:
+        """A demo record's answer, in this adapter's answer format."""
+        return self.assistant_text(signature, views, values, complete=False).strip()
+
+    def answer_prefix(self, signature: Any, outputs: Sequence[FieldView]) -> str:
+        """The start of an answer written into the document's cue (the first field's marker): put
+        back before the continuation is read. Empty for a format that needs none."""
+        return ""
 
     def demo_messages(self, signature: Any, demos: Sequence[Any]) -> list[Message]:
         """The user/assistant messages of ``demos``, rendered once per signature and demo values

@@ -109,6 +109,12 @@ class JSONAdapter(Adapter):
         obj = {v.name: self.jsonable(values[v.name]) for v in views}
         return self.templates.render("assistant", json=json.dumps(obj, ensure_ascii=False))
 
+    answer_label: ClassVar[str] = "JSON:"
+
+    def record_answer(self, signature: Any, views: Any, values: Mapping[str, Any]) -> str:
+        obj = {v.name: self.jsonable(values[v.name]) for v in views}
+        return f"{self.answer_label} {json.dumps(obj, ensure_ascii=False)}"
+
     def format_name(self) -> str:
         return "one JSON object with the output fields as keys"
 

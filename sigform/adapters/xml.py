@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import regex
@@ -173,6 +173,10 @@ class XMLAdapter(Adapter):
     ) -> str:
         fields = [{"name": v.name, "value": self.render_output(values[v.name], v)} for v in views]
         return self.templates.render("assistant", fields=fields, complete=complete)
+
+    def answer_prefix(self, signature: Any, outputs: Sequence[FieldView]) -> str:
+        # the tag's name without its end: the model closes it as `>value` or, for null, `/>`
+        return f"<{outputs[0].name}" if outputs else ""
 
     def format_name(self) -> str:
         return "one XML element per output field"

@@ -12,6 +12,7 @@ import datetime
 import json
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
@@ -98,9 +99,16 @@ def _adapter(name: str) -> sf.Adapter:
     }[name]()
 
 
-def _print_prompt(console: Any, program: sf.Predict, example: sf.Example) -> None:
+def _print_prompt(console: Any, program: sf.Predict, example: sf.Example, lm: Any) -> None:
     adapter = program.adapter or sf.ChatAdapter()  # build_program always sets one; the default otherwise
-    messages = adapter.format(program.signature, program.demos, example.to_dict("inputs"))
+    inputs = example.to_dict("inputs")
+    if lm.model_type == "text":  # a base model: one plain-text document to text completions
+        doc = adapter.answering(lm).document(program.signature, program.demos, inputs)
+        console.rule("[bold]prompt (text completion)")
+        console.print(doc.text, markup=False, highlight=False)
+        console.rule()
+        return
+    messages = adapter.format(program.signature, program.demos, inputs)
     for message in messages:
         content = message["content"]
         body = content if isinstance(content, str) else json.dumps(content, indent=2)
@@ -120,6 +128,13 @@ class DemoReport:
     failures: dict[int, Any]
     seconds: float
     completion_tokens: int  # every generated token, failed attempts and re-asks included
+    mode: str = "chat"  # "text": a plain-text document to text completions (a base model)
+
+    @property
+    def answered_by(self) -> str:
+        """The adapter(s) that answered (``pred._meta.adapter``), most frequent first."""
+        names = Counter(p._meta.adapter for p in self.predictions if p is not None and p._meta.adapter)
+        return ", ".join(name for name, _ in names.most_common()) or "-"
 
     @property
     def scores(self) -> list[Scored]:
@@ -196,6 +211,7 @@ def evaluate(
         failures={f.index: f for f in failures},
         seconds=seconds,
         completion_tokens=usage.usage.completion_tokens,
+        mode=getattr(lm, "model_type", "chat"),
     )
 
 
@@ -215,13 +231,14 @@ def run_demo(
     console = Console()
     if not console.is_terminal:  # piped or in CI: rich would squeeze the table into 80 columns
         console = Console(width=150)
+    lm = sf.LM(model, temperature=0, max_tokens=120, cache=False)
     if show_prompt:
-        _print_prompt(console, build_program(adapter), load_examples("demo_data.jsonl")[0])
+        _print_prompt(console, build_program(adapter), load_examples("demo_data.jsonl")[0], lm)
     console.print(
         "[bold]sigform demo[/]: few-shot expense extraction, "
         f"model [cyan]{escape(model)}[/], adapter [cyan]{adapter}[/]"
     )
-    report = evaluate(adapter=adapter, model=model, limit=limit, threads=threads, progress=True)
+    report = evaluate(adapter=adapter, model=model, limit=limit, threads=threads, progress=True, lm=lm)
 
     table = Table(title="Expense extraction", show_lines=False)
     table.add_column("note", max_width=44, overflow="ellipsis", no_wrap=True)
@@ -274,6 +291,12 @@ def _print_summary(console: Any, report: DemoReport) -> None:
         f"generated tokens: {report.completion_tokens} ({report.completion_tokens / n:.1f} per example); "
         f"time: {report.seconds:.1f} s ({report.seconds / n:.2f} s per example)"
     )
+    how = (
+        "text completion: one plain-text few-shot document (the model has no chat template)"
+        if report.mode == "text"
+        else "chat completion"
+    )
+    console.print(f"mode: {how}; answered by {report.answered_by}", highlight=False)
     first = report.first_failure
     if first is not None:  # the message, not only the class name: what to fix is in it
         message = str(first.error)

@@ -342,6 +342,7 @@ class Predict(Module, Generic[_In, _Out]):
         adapter_name = ">".join(names) if not isinstance(names, str) else names
         attempts = getattr(result, "attempts", 1)
         messages = getattr(result, "messages", None)
+        mode = "text" if getattr(lm, "model_type", "chat") == "text" else "chat"
         candidates = []
         for values, completion in zip(result.outputs, result.completions, strict=True):
             meta = PredictionMeta(
@@ -352,6 +353,7 @@ class Predict(Module, Generic[_In, _Out]):
                 completion=completion,
                 messages=messages,
                 model=completion.model or getattr(lm, "model", None),
+                mode=mode,
             )
             finished = self._finish_values(values, completion, lm)
             # the adapter hands over a fresh dict per candidate: keep it rather than copy it

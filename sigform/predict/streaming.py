@@ -28,6 +28,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from sigform.adapters.fields import field_views
 from sigform.adapters.stream_text import FieldProgress, GrowingText, TextAt
 from sigform.hooks import emit
 from sigform.predict.module import (
@@ -68,6 +69,7 @@ class _StreamingLM:
         self._sink = sink
         self._streamed = False
         self.model = getattr(lm, "model", "unknown")
+        self.model_type = getattr(lm, "model_type", "chat")
 
     def supports(self, feature: str) -> bool:
         return bool(self._lm.supports(feature))
@@ -113,8 +115,13 @@ class _StreamingLM:
 class _Events:
     """Turns LM deltas into field events for one program call."""
 
-    def __init__(self, adapter: Any, signature: Any, native_reasoning: bool) -> None:
+    def __init__(self, adapter: Any, signature: Any, native_reasoning: bool, lm: Any) -> None:
         self.parser = adapter.stream_parser(signature)
+        if getattr(lm, "model_type", "chat") == "text":
+            # completion mode: the answer's start is written in the document's cue
+            prefix = adapter.answering(lm).answer_prefix(signature, field_views(signature)[1])
+            if prefix:
+                self.parser.feed(prefix)
         self.native_reasoning = native_reasoning
         self.reasoning: GrowingText | None = None  # native reasoning so far, until the answer starts
 
@@ -208,7 +215,7 @@ def stream_predict(
     hooks = _ModuleCall(program, inputs)
     try:
         lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs, over)
-        events = _Events(adapter, signature, native)
+        events = _Events(adapter, signature, native, lm)
         pipe: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         shim = _StreamingLM(lm, lambda delta: pipe.put(("delta", delta)))
 
@@ -247,7 +254,7 @@ async def astream_predict(
     task: asyncio.Task[Any] | None = None
     try:
         lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs, over)
-        events = _Events(adapter, signature, native)
+        events = _Events(adapter, signature, native, lm)
         pipe: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         shim = _StreamingLM(lm, lambda delta: pipe.put_nowait(("delta", delta)))
         work = adapter.arun(shim, signature, demos, checked, **kwargs)

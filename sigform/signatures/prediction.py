@@ -122,7 +122,9 @@ class PredictionMeta:
     candidates); ``adapter`` the adapter(s) that produced it (e.g. ``"ChatAdapter"`` or
     ``"ChatAdapter>JSONAdapter"`` after a fallback); ``attempts`` how many LM requests it took;
     ``completion`` the raw :class:`~sigform.lm.interface.Completion`; ``messages`` what was sent;
-    ``model`` the model that answered. Treat it as read-only.
+    ``model`` the model that answered; ``mode`` how it was asked: ``"chat"`` (chat completions)
+    or ``"text"`` (a plain-text document to text completions: a base model, see
+    :mod:`sigform.lm.text_mode`). Treat it as read-only.
     """
 
     raw: str | None = None
@@ -132,6 +134,7 @@ class PredictionMeta:
     completion: Completion | None = None
     messages: Sequence[Mapping[str, Any]] | None = None
     model: str | None = None
+    mode: str = "chat"
 
 
 _NO_META = PredictionMeta()

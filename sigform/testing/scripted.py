@@ -167,6 +167,8 @@ class ScriptedLM:
             e.g. ``{"json_schema", "json_object", "tools", "stop", "reasoning", "multimodal"}``.
         usage: usage attached to string responses (default: zero usage).
         strict: refuse requests that use undeclared features, as a real provider would.
+        model_type: ``"chat"``, or ``"text"`` to stand for a base model (adapters then send one
+            plain-text document: see :mod:`sigform.adapters.document`).
 
     Thread- and asyncio-safe: responses are taken under a lock, so concurrent calls never share or
     skip an item; callables run outside the lock.
@@ -180,7 +182,11 @@ class ScriptedLM:
         features: Iterable[str] = DEFAULT_FEATURES,
         usage: Usage | None = None,
         strict: bool = True,
+        model_type: str = "chat",
     ) -> None:
+        from sigform.lm.text_mode import check_model_type
+
+        self.model_type = check_model_type(model_type) or "chat"
         if isinstance(responses, (str, bytes, Completion, Mapping)) or _is_exception(responses):
             raise ScriptError(
                 "ScriptedLM takes a list of responses (or one callable for every call); wrap a single "
