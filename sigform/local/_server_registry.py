@@ -21,6 +21,7 @@ Policy (documented in the package docstring):
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import threading
@@ -125,13 +126,15 @@ if hasattr(os, "register_at_fork"):
 def model_type(api_base: str | None = None) -> str | None:
     """``"text"`` or ``"chat"`` for the model of the local server at ``api_base`` (default: the
     shared one; see :func:`sigform.local.model_type_of`); None when no server of this process's
-    knowledge answers there."""
+    knowledge answers there, or when the file cannot be read (then: not known)."""
     from sigform.local._model import model_type_of
+    from sigform.probes import probe
 
     servers = [s for s in (_current, *_owned) if s is not None]
     for server in servers:
         if api_base is None or server.api_base.rstrip("/") == api_base.rstrip("/"):
-            return model_type_of(Path(server.model_path))
+            path = Path(server.model_path)
+            return probe("the local model's chat template", functools.partial(model_type_of, path), None)
     return None
 
 
