@@ -273,3 +273,40 @@ def test_runs_of_single_programs_merge_into_one_table_in_suite_order(tmp_path: A
     paths[0].write_text(json.dumps(run_of("dspy:json", split="dev")))
     with pytest.raises(ValueError, match="differ in"):
         main(["--merge", *map(str, paths), "--out", str(out)])
+
+
+def _text_completion_fake(examples: list[dict[str, Any]]) -> Any:
+    """A loopback server answering text completions: the JSON of the example whose text ends the prompt."""
+    from lm_fake_openai import FakeOpenAIServer
+    from lm_fake_openai import Reply as RawReply
+
+    fake = FakeOpenAIServer()
+
+    def reply(body: dict[str, Any], headers: dict[str, str]) -> RawReply:
+        example = next(e for e in examples if f"Text: {e['text']}\n" in body["prompt"].rsplit("\n\n", 1)[-1])
+        return RawReply(
+            body={
+                "object": "text_completion",
+                "model": "m",
+                "choices": [{"index": 0, "text": " " + json.dumps(example["expect"]), "finish_reason": None}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20},
+            }
+        )
+
+    fake.reply = reply
+    return fake
+
+
+@pytest.mark.parametrize("program", ["completion", "sigform:json@text", "sigform:auto@text"])
+def test_base_model_programs_send_one_document_to_completions(program: str) -> None:
+    task = TASKS["invoice"]
+    examples = task.examples("dev")[:2]
+    with _text_completion_fake(examples) as fake:
+        result = run_program(
+            program, [task], {"invoice": examples}, api_base=fake.api_base, model="openai/m", max_tokens=32
+        )
+    assert result["total"]["right"] == 2 and result["total"]["calls"] == 2
+    assert set(fake.paths) == {"/v1/completions"}
+    prompt = fake.requests[0]["prompt"]
+    assert prompt.startswith(task.instructions) and prompt.endswith("\nJSON:")
+    assert 'JSON: {"vendor": "Brightline Printing"' in prompt  # the demos are records

@@ -3,6 +3,7 @@
     python -m benchmarks.real_suite --adapter chat --limit 5          # quick: sigform chat, dev split
     python -m benchmarks.real_suite --adapter json,xml --task invoice --show-failures
     python -m benchmarks.real_suite --dspy json --grammar --split test
+    python -m benchmarks.real_suite --adapter auto,auto@chat --completion   # base-model modes
     python -m benchmarks.real_suite --split test                      # every program (the results table)
 
 Without ``--adapter``, ``--dspy`` or ``--grammar`` every program runs. The default split is
@@ -35,6 +36,8 @@ def programs_of(args: argparse.Namespace) -> list[str]:
     chosen = [f"sigform:{a}" for a in _names(args.adapter, ADAPTERS)]
     if args.grammar:
         chosen.append("grammar")
+    if args.completion:
+        chosen.append("completion")
     chosen += [f"dspy:{a}" for a in _names(args.dspy, DSPY_ADAPTERS)]
     return chosen or list(ALL_PROGRAMS)
 
@@ -50,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         "--dspy", help=f"DSPy adapters, comma-separated or 'all' ({', '.join(DSPY_ADAPTERS)})"
     )
     parser.add_argument("--grammar", action="store_true", help="the 40-line few-shot + schema-grammar script")
+    parser.add_argument(
+        "--completion", action="store_true", help="the 40-line plain-text completion + grammar script"
+    )
     parser.add_argument("--task", help="comma-separated tasks (default: all)")
     parser.add_argument(
         "--split", choices=SPLITS, default="dev", help="dev (default; tune here) or test (held out)"

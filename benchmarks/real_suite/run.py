@@ -1,7 +1,9 @@
 """Run programs over the suite's tasks on one server and collect scored records.
 
 A *program* is ``sigform:<adapter>`` (auto: the default; chat, json, xml, two-step), ``dspy:<adapter>`` (chat,
-json, xml; DSPy 3.4.1 in its own virtualenv) or ``grammar`` (the 40-line script). Every program
+json, xml; DSPy 3.4.1 in its own virtualenv), ``grammar`` (the 40-line chat script) or
+``completion`` (the 40-line plain-text completion script for base models). A sigform adapter may
+carry the LM's mode: ``sigform:json@text`` / ``@chat`` (without it: detected). Every program
 gets the same server, demos, temperature 0 and ``max_tokens``.
 """
 
@@ -12,21 +14,23 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from benchmarks.real_suite import grammar_script, sigform_side
+from benchmarks.real_suite import completion_script, grammar_script, sigform_side
 from benchmarks.real_suite.scoring import fields_right, summarise
 from benchmarks.real_suite.tasks import Task
 
 DSPY_ADAPTERS = ("chat", "json", "xml")
 ALL_PROGRAMS = (
     *(f"sigform:{a}" for a in sigform_side.ADAPTERS),
+    *(f"sigform:{a}@{mode}" for mode in ("text", "chat") for a in sigform_side.ADAPTERS),
     "grammar",
+    "completion",
     *(f"dspy:{a}" for a in DSPY_ADAPTERS),
 )
 MAX_TOKENS = 256
 
 
 def check_programs(programs: Sequence[str]) -> None:
-    unknown = [p for p in programs if p not in ALL_PROGRAMS]
+    unknown = [p for p in programs if p.partition(":reasks=")[0] not in ALL_PROGRAMS]
     if unknown:
         raise ValueError(f"unknown program(s) {unknown}; choose from {ALL_PROGRAMS}")
 
@@ -38,9 +42,13 @@ def server(api_base: str | None, model: str | None = None) -> Iterator[tuple[str
     if api_base:
         yield api_base, model or "openai/" + _served_model(api_base)
         return
+    import os
+
     import sigform.local
 
-    with sigform.local.serve() as local:
+    # SIGFORM_BENCH_THREADS: the server's threads (1 holds up best on a busy machine)
+    threads = int(os.environ.get("SIGFORM_BENCH_THREADS") or 0) or None
+    with sigform.local.serve(n_threads=threads) as local:
         yield local.api_base, f"openai/{sigform.local.MODEL_NAME}"
 
 
@@ -82,8 +90,9 @@ def run_program(
     else:
         raw = {}
         for task in tasks:
-            if program == "grammar":
-                raw[task.name] = grammar_script.run_task(
+            if program in ("grammar", "completion"):
+                script = grammar_script if program == "grammar" else completion_script
+                raw[task.name] = script.run_task(
                     task, examples[task.name], api_base=api_base, model=model, max_tokens=max_tokens
                 )
             else:

@@ -16,6 +16,15 @@ from benchmarks.real_suite.tasks import Task, to_plain
 ADAPTERS = ("auto", "chat", "json", "xml", "two-step")  # auto: the default adapter
 
 
+def split_mode(name: str) -> tuple[str, str | None]:
+    """``json@text`` -> ``("json", "text")``: the adapter and the LM's ``model_type`` (None:
+    detected, what a user gets)."""
+    name, _, mode = name.partition("@")
+    if mode not in ("", "text", "chat"):
+        raise ValueError(f"unknown mode {mode!r} in {name!r}; use @text or @chat")
+    return name, mode or None
+
+
 def make_adapter(name: str) -> Any:
     """The adapter named ``name``, optionally with its re-asks set: ``auto`` or ``auto:reasks=0``
     (no value re-ask: at most one call per example)."""
@@ -60,7 +69,16 @@ def run_task(
     """One record per example: the plain-JSON value or the error, and what it cost."""
     import sigform as sf
 
-    lm = sf.LM(model, api_base=api_base, api_key="local", cache=False, temperature=0.0, max_tokens=max_tokens)
+    adapter, mode = split_mode(adapter)
+    lm = sf.LM(
+        model,
+        api_base=api_base,
+        api_key="local",
+        cache=False,
+        temperature=0.0,
+        max_tokens=max_tokens,
+        model_type=mode,
+    )
     demos = [{"text": d["text"], **task.typed(d["expect"])} for d in task.examples("demos")]
     program = sf.Predict(signature_of(task), lm=lm, demos=demos, adapter=make_adapter(adapter))
     return run_examples(program, lm, task, examples)
