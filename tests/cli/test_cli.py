@@ -76,7 +76,9 @@ def test_demo_command_runs_on_the_local_model_above_an_accuracy_floor():
         timeout=1500,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "[[ ## payee ## ]]" in out.stdout  # --show-prompt printed the exchange
+    # --show-prompt printed the request: the embedded base model gets one plain-text document
+    assert "prompt (text completion)" in out.stdout and 'JSON: {"payee": ' in out.stdout
+    assert "mode: text completion" in out.stdout and "answered by JSONAdapter" in out.stdout
     exact = re.search(r"exact records: (\d+)/(\d+)", out.stdout)
     fields = re.search(r"field accuracy (\d+)%", out.stdout)
     assert exact and fields, out.stdout[-3000:]

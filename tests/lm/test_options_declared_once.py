@@ -34,6 +34,7 @@ NON_DEFAULT: dict[str, Any] = {
     "rpm": 600.0,
     "tpm": 90_000.0,
     "rate_limit": TokenBucket(rpm=30),
+    "model_type": "text",
 }
 
 
@@ -103,8 +104,10 @@ def test_a_saved_lm_keeps_the_same_options_as_before() -> None:
         "prompt_cache": True,
         "rpm": 600.0,  # the rate limits (issue 15): numbers only, never the limiter object
         "tpm": 90_000.0,
+        "model_type": "text",  # a base model's mode (issue 24)
     }
     plain = LM("openai/x").dump_state()
+    assert "model_type" not in plain  # only when set: unset, it is detected
     assert "capabilities" not in plain and "prompt_cache" not in plain  # only when set
     assert "rpm" not in plain and "tpm" not in plain
     assert LM("openai/x", prompt_cache=False).dump_state()["prompt_cache"] is False
