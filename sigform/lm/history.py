@@ -56,6 +56,7 @@ def _reporting(report: Any) -> Iterator[None]:
     finally:
         _active_report.reset(token)
 
+
 GLOBAL_HISTORY_SIZE = 1000
 
 
@@ -78,6 +79,7 @@ class HistoryEntry:
     error: str | None = None
     api_base: str | None = None
     prune_report: Any = None  # sigform.conversation.PruneReport: turns dropped to fit the context window
+    prompt: str | None = None  # a text completion's prompt (a base model: sigform.lm.text_mode)
 
 
 _global: deque[HistoryEntry] = deque(maxlen=GLOBAL_HISTORY_SIZE)
@@ -126,7 +128,10 @@ def inspect_history(n: int = 1, *, entries: list[HistoryEntry] | None = None, co
         u = entry.usage
         flags = "cache hit" if entry.cache_hit else f"{entry.latency * 1000:.1f} ms"
         console.rule(f"[bold]{entry.model}[/] ({entry.provider}, {entry.backend}) {stamp} - {flags}")
-        for message in entry.messages:
+        if entry.prompt is not None:
+            title = "prompt (text completion)"
+            console.print(Panel(Text(entry.prompt), title=title, title_align="left", border_style="blue"))
+        for message in entry.messages if entry.prompt is None else ():
             role = str(message.get("role", "?"))
             body = Text(_content_text(message.get("content")))
             if message.get("tool_calls"):

@@ -180,5 +180,6 @@ class Call:
             error=error,
             api_base=redact_url(req.api_base) if req.api_base else req.api_base,
             prune_report=active_report(),
+            prompt=req.prompt,
         )
         record(entry, self.ledger.history)

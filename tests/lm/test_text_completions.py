@@ -89,6 +89,19 @@ def test_a_text_model_sends_its_prompt_to_completions(lm_server: FakeOpenAIServe
     assert sent["prompt"] == DOC and "messages" not in sent
     assert sent["max_tokens"] == 5
     assert lm.history[-1].messages == [{"role": "user", "content": DOC}]
+    assert lm.history[-1].prompt == DOC
+
+
+def test_the_history_shows_the_prompt(
+    lm_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answer_text(lm_server)
+    lm = make_lm(lm_server, True, model_type="text", cache=False)
+    lm(DOC)
+    lm.inspect_history()
+    shown = capsys.readouterr().out
+    assert "prompt (text completion)" in shown and "I live in Oslo." in shown
+    assert "─ user" not in shown
 
 
 def test_a_chat_model_keeps_chat_completions(lm_server: FakeOpenAIServer, fast_path: bool) -> None:
