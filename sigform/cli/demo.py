@@ -211,7 +211,7 @@ def evaluate(
         failures={f.index: f for f in failures},
         seconds=seconds,
         completion_tokens=usage.usage.completion_tokens,
-        mode=getattr(lm, "model_type", "chat"),
+        mode=next((p._meta.mode for p in results if p is not None), "chat"),
     )
 
 
@@ -231,14 +231,14 @@ def run_demo(
     console = Console()
     if not console.is_terminal:  # piped or in CI: rich would squeeze the table into 80 columns
         console = Console(width=150)
-    lm = sf.LM(model, temperature=0, max_tokens=120, cache=False)
     if show_prompt:
+        lm = sf.LM(model, temperature=0, max_tokens=120, cache=False)
         _print_prompt(console, build_program(adapter), load_examples("demo_data.jsonl")[0], lm)
     console.print(
         "[bold]sigform demo[/]: few-shot expense extraction, "
         f"model [cyan]{escape(model)}[/], adapter [cyan]{adapter}[/]"
     )
-    report = evaluate(adapter=adapter, model=model, limit=limit, threads=threads, progress=True, lm=lm)
+    report = evaluate(adapter=adapter, model=model, limit=limit, threads=threads, progress=True)
 
     table = Table(title="Expense extraction", show_lines=False)
     table.add_column("note", max_width=44, overflow="ellipsis", no_wrap=True)

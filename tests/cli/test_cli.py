@@ -190,3 +190,15 @@ def test_every_demo_option_has_help_saying_its_default(capsys: pytest.CaptureFix
     for option, says in [("--adapter", "(default: auto"), ("--model", "(default: the embedded model)"),
                          ("--limit", "(default: all)"), ("--threads", "(default: 1)")]:
         assert says in entries[option], entries
+
+
+def test_the_summary_says_which_mode_and_adapter_answered(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lm = ScriptedLM([ANSWER] * 2, model_type="text")  # a base model, as the embedded one is
+    monkeypatch.setattr(demo, "evaluate", functools.partial(demo.evaluate, lm=lm))
+    assert demo.run_demo(limit=2) == 0
+    out = capsys.readouterr().out
+    assert "mode: text completion: one plain-text few-shot document" in out
+    assert "answered by JSONAdapter" in out
+    assert lm.last_messages[0]["content"].rstrip().endswith("JSON:")
