@@ -50,6 +50,14 @@ def make_adapter(name: str) -> Any:
     return factories[name](**options)
 
 
+def _extra_settings() -> dict[str, Any]:
+    """Request settings to try on the dev split: ``SIGFORM_BENCH_LM='{"repeat_penalty": 1.0}'``."""
+    import json
+    import os
+
+    return dict(json.loads(os.environ.get("SIGFORM_BENCH_LM") or "{}"))
+
+
 def signature_of(task: Task) -> Any:
     import sigform as sf
 
@@ -78,6 +86,7 @@ def run_task(
         temperature=0.0,
         max_tokens=max_tokens,
         model_type=mode,
+        **_extra_settings(),
     )
     demos = [{"text": d["text"], **task.typed(d["expect"])} for d in task.examples("demos")]
     program = sf.Predict(signature_of(task), lm=lm, demos=demos, adapter=make_adapter(adapter))
