@@ -12,7 +12,8 @@ quadratic; a pattern that meets a work bound at 1 MB reads lower).
 Work bounds that keep 1 MB under the target (past one, that format is not read and the error
 says why): 2,000 chat headers before the completed marker, 20,000 braces and strings in JSON,
 10,000 XML elements / 20,000 tags / 64 levels / 100,000 ``<``, labels in at most 100,000
-characters.
+characters. The ``n:`` patterns put the text inside the int field's value, where the label and
+fence stripping of every typed scalar runs (issue 27: 4 KB of blanks cost 7-8 s before).
 """
 
 from __future__ import annotations
@@ -70,6 +71,12 @@ PATTERNS: dict[str, Callable[[int], str]] = {
     "object per line": lambda n: _repeat('{"answer": "x"}\n', n),
     "key per line": lambda n: "{" + _repeat('"answer": "x",\n', n - 2) + "}",
     "entities": lambda n: "<answer>" + _repeat("&amp;", n - 17) + "</answer>",
+    # a field value whose label or fence stripping used to backtrack (issue 27, finding 1): the
+    # int field `n` gets a letter, blanks, then a label; a fence with blanks; bold around blanks
+    "n: a + blanks + b: 1": lambda n: "[[ ## n ## ]]\na" + " " * (n - 19) + "b: 1",
+    "n: fence + blanks": lambda n: "[[ ## n ## ]]\n```\n" + " " * (n - 21) + "x```",
+    "n: ** + blanks + label": lambda n: "[[ ## n ## ]]\n**" + " " * (n - 20) + "n: 1",
+    "n: bullet + blanks": lambda n: "[[ ## n ## ]]\n- " + " " * (n - 20) + "x: 1",
 }
 
 

@@ -116,7 +116,7 @@ _HEADING_RE = regex.compile(
     r"|(?:\*\*|__)[ \t]*+(?P<name>" + _LABEL_NAME + r")[ \t]*+(?:\*\*|__))[ \t]*+$",
     regex.MULTILINE,
 )
-BLANK_LINE_RE = regex.compile(r"\n[ \t]*\r?\n")
+BLANK_LINE_RE = regex.compile(r"\n[ \t]*+\r?\n")  # possessive: a blank run is not retried char by char
 # a header cut off at the very end (`[[ ## compl`, `[[ ## completed ## ]`): the value before it is whole
 _CUT_HEADER = regex.compile(r"(?:\*\*|__)?\[\[[ \t]*+\#[^\[\]\n]{0,100}\]?\s*+\Z")
 

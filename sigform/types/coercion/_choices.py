@@ -15,7 +15,7 @@ from typing import Any
 from sigform.types.coercion._numbers import INT_TEXT
 from sigform.types.coercion._plan import Invalid, Node
 from sigform.types.coercion._scalars import _scalar_text, describe_seen, unwrap_single
-from sigform.types.coercion._text import unwrap_quotes
+from sigform.types.coercion._text import split_label, unwrap_quotes
 
 __all__ = ["EnumNode", "LiteralNode"]
 
@@ -23,7 +23,7 @@ _SEP = re.compile(r"[\s_\-]+")
 _QUALIFIED = re.compile(r"\A[A-Za-z_]\w*\.([A-Za-z_]\w*)\Z")
 # a short label before the choice: "Verdict: approve", "Final answer: B" (the field's own label is
 # removed earlier, by clean_scalar); read only when what follows is exactly one allowed value
-_ANY_LABEL = re.compile(r"\A[*_]*\s*([A-Za-z][A-Za-z ]{0,40}?)\s*[*_]*\s*:\s*[*_]*\s*(.+?)\Z", re.S)
+_ANY_LABEL_WORDS = re.compile(r"[A-Za-z][A-Za-z ]{0,40}")
 
 
 def _loose(text: str) -> str:
@@ -64,10 +64,10 @@ class _ChoiceNode(Node):
 
     def match_after_label(self, text: str) -> Any:
         """The choice after a short label (at most three words, itself no allowed value)."""
-        m = _ANY_LABEL.match(text) if ":" in text else None
-        if m is None or len(m.group(1).split()) > 3 or self.match_text(m.group(1)) is not _MISSING:
+        found = split_label(text, ":", "*_", _ANY_LABEL_WORDS)
+        if found is None or len(found[0].split()) > 3 or self.match_text(found[0]) is not _MISSING:
             return _MISSING
-        rest = unwrap_quotes(m.group(2).strip().rstrip(".!;,").rstrip())
+        rest = unwrap_quotes(found[1].strip().rstrip(".!;,").rstrip())
         return self.match_text(rest) if rest else _MISSING
 
     def allowed(self) -> str:

@@ -29,7 +29,6 @@ _LETTER = re.compile(r"\A(?:\(([A-Za-z])\)|([A-Za-z])[.)])\s+(.*)\Z", re.S)
 _THOUSANDS = regex.compile(
     r"[-+]?" + CURRENCY_MARK + r"?\s*+[-+]?\d{1,3}(?:,\d{3})++(?:\.\d++)?%?(?:\s*+" + CURRENCY_MARK + ")?"
 )
-_KEY_LINE = re.compile(r"\A(?:[-*\u2022+]\s+)?(.+?)\s*[:=]\s*(.*)\Z", re.S)
 
 
 def _lines(text: str) -> list[str]:
@@ -111,6 +110,24 @@ def _record_items(text: str) -> list[str] | None:
         else:
             return None  # a line outside the items: not one list of records
     return [head + ("\n" + textwrap.dedent("\n".join(rest)) if rest else "") for head, rest in items]
+
+
+def _key_line(line: str) -> tuple[str, str] | None:
+    """``(key, value)`` of a ``key: value`` or ``key = value`` line (after an optional bullet),
+    split at the first ``:`` or ``=`` past the key's first character; else None."""
+    if line[:1] in ("-", "*", "\u2022", "+") and line[1:2].isspace():
+        found = _split_key(line[1:].lstrip())
+        if found is not None:
+            return found
+    return _split_key(line)
+
+
+def _split_key(line: str) -> tuple[str, str] | None:
+    cuts = [i for i in (line.find(":", 1), line.find("=", 1)) if i >= 0]
+    if not cuts:
+        return None
+    cut = min(cuts)
+    return line[:cut], line[cut + 1 :]
 
 
 class SeqNode(Node):
@@ -290,11 +307,11 @@ class DictNode(Node):
             raise Invalid("the value is empty")
         pairs: list[tuple[str, str]] = []
         for line in _lines(text):
-            m = _KEY_LINE.match(line.strip())
+            m = _key_line(line.strip())
             if m is None:
                 raise Invalid(f"expected `key: value` lines; cannot read {line.strip()[:40]!r}")
-            key = unwrap_quotes(m.group(1).strip().strip("*").strip())
-            pairs.append((key, m.group(2).strip()))
+            key = unwrap_quotes(m[0].strip().strip("*").strip())
+            pairs.append((key, m[1].strip()))
         return pairs
 
     def _pairs(self, pairs: list[tuple[Any, Any]], name: str, text: bool) -> dict[Any, Any]:

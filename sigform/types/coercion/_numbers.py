@@ -19,6 +19,7 @@ from decimal import Decimal, InvalidOperation
 
 import regex
 
+from sigform.excerpt import shorten
 from sigform.types.coercion._plan import Invalid
 
 __all__ = [
@@ -195,6 +196,8 @@ _RANGE = re.compile(r"\d\s*(?:-|–|—|to|and)\s*[-+$€£]?\d")
 def _why_not_number(text: str) -> str:
     if not text:
         return "the value is empty"
+    if len(text) > 200:  # no number is written this long: name its length and ends, not all of it
+        return f"the value is not a number ({len(text):,} characters: {shorten(text, 60)})"
     if _RANGE.search(text):
         return f"{text!r} is a range or several numbers, not one number"
     if re.search(r"\d", text):

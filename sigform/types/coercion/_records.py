@@ -27,11 +27,39 @@ from sigform.types.inspection import is_model_type, is_typeddict_type
 
 __all__ = ["RecordNode"]
 
-_YAML_KEY = re.compile(
-    r"\A(?:[-*\u2022]\s+)?\**\s*([A-Za-z_][\w \-]{0,60}?)\s*(?:\*\*)?\s*"  # bullet, **bold** key
-    r":(?:\*\*)?(?:\s+|\Z)(?:\*\*\s*)?(.*)\Z",
-    re.S,
-)
+_KEY_WORDS = re.compile(r"[A-Za-z_][\w \-]{0,60}")
+
+
+def yaml_key(line: str) -> tuple[str, str] | None:
+    """``(key, value)`` of a stripped ``key: value`` line, else None.
+
+    The key may follow a bullet (``-``, ``*``, ``•``) and be bold (``**key**:``,
+    ``**key:**``); the colon is the first one and is followed by a blank or the end
+    (``url: http://x`` has key ``url``; ``http://x`` has none). String scans only, so the cost
+    is linear in the line (a regex over blank runs around the optional ``**`` was quadratic).
+    """
+    cut = line.find(":")
+    if cut < 0:
+        return None
+    head, rest = line[:cut], line[cut + 1 :]
+    key = None
+    if head[:1] in ("-", "*", "•") and head[1:2].isspace():
+        key = _bold_key(head[1:].lstrip())
+    if key is None:
+        key = _bold_key(head)
+    if key is None:
+        return None
+    rest = rest[2:] if rest.startswith("**") else rest
+    if rest and not rest[0].isspace():
+        return None
+    rest = rest.lstrip()
+    return key, rest[2:].lstrip() if rest.startswith("**") else rest
+
+
+def _bold_key(head: str) -> str | None:
+    key = head.lstrip("*").lstrip().rstrip()
+    key = key[:-2].rstrip() if key.endswith("**") else key
+    return key if _KEY_WORDS.fullmatch(key) else None
 
 
 @dataclasses.dataclass
@@ -149,8 +177,8 @@ class RecordNode(Node):
             return self.convert(parse_json(s), "", False)
         start = s.find("{")
         if start > 0:
-            first = _YAML_KEY.match(s.split("\n", 1)[0].strip())
-            if first is None or self.lookup(first.group(1)) is None:
+            first = yaml_key(s.split("\n", 1)[0].strip())
+            if first is None or self.lookup(first[0]) is None:
                 # prose (or an inner fence) before the JSON object
                 end = s.rfind("}")
                 return self.convert(parse_json(s[start : end + 1] if end > start else s[start:]), "", False)
@@ -162,10 +190,10 @@ class RecordNode(Node):
         for raw in text.replace("\r\n", "\n").split("\n"):
             stripped = raw.strip()
             indent = len(raw) - len(raw.lstrip())
-            m = _YAML_KEY.match(stripped) if stripped else None
+            m = yaml_key(stripped) if stripped else None
             if m and (base is None or indent <= base):
                 base = indent if base is None else base
-                entries.append((m.group(1).strip(), [m.group(2)]))
+                entries.append((m[0], [m[1]]))
             elif entries:
                 entries[-1][1].append(raw)
             elif stripped and not stripped.endswith(":"):

@@ -15,6 +15,7 @@ __all__ = [
     "WRAPPER_KEYS",
     "clean_scalar",
     "key_norm",
+    "split_label",
     "strip_fence",
     "strip_label",
     "unwrap_quotes",
@@ -26,18 +27,22 @@ NULL_WORDS = frozenset({"none", "null"})
 # answers that say "no value": never an item of a list
 NO_VALUE_WORDS = NULL_WORDS | frozenset({"n/a", "na", "nil", "not applicable", "not available", "not stated"})
 
-_FENCE = re.compile(r"\A```[^\n`]*\n(.*?)\n?[ \t]*```\Z", re.S)
 _PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
 _KEY_JUNK = re.compile(r"[\W_]+")
 
 
 def strip_fence(text: str) -> str:
-    """Remove one code fence (any tag) around the whole of ``text`` (already stripped)."""
-    if text.startswith("```"):
-        m = _FENCE.match(text)
-        if m:
-            return m.group(1).strip()
-    return text
+    """Remove one code fence (any tag) around the whole of ``text`` (already stripped).
+
+    String operations only, so the cost is linear in the text (a regex with a lazy body and a
+    blank run before the closing fence was quadratic in the length of that run).
+    """
+    if not (text.startswith("```") and text.endswith("```")):
+        return text
+    newline = text.find("\n", 3)
+    if newline < 0 or "`" in text[3:newline] or newline + 1 > len(text) - 3:
+        return text  # no opening line of its own (tag with a backtick, or the fences overlap)
+    return text[newline + 1 : -3].strip()
 
 
 def unwrap_quotes(text: str) -> str:
@@ -62,16 +67,34 @@ def key_norm(key: str) -> str:
     return _KEY_JUNK.sub("", key).lower()
 
 
-_LABEL = re.compile(r"\A\**\s*([A-Za-z][\w \-]{0,60}?)\s*\**\s*[:=]\s*\**\s*(.*)\Z", re.S)
+_LABEL_WORDS = re.compile(r"[A-Za-z][\w \-]{0,60}")
+
+
+def split_label(
+    text: str, marks: str = ":=", stars: str = "*", words: re.Pattern[str] = _LABEL_WORDS
+) -> tuple[str, str] | None:
+    """``(label, rest)`` when ``text`` is ``label: rest``, else None.
+
+    The label is all of ``words`` (by default a letter and at most 60 word characters, spaces
+    and hyphens) and may be wrapped in ``stars`` (``**Decision:** x``); the separator is the
+    first of ``marks``.
+    Each step is one linear pass (the regex this replaces backtracked over blank runs around
+    its optional ``**`` and cost seconds for a few KB of blanks).
+    """
+    cut = min((i for i in (text.find(m) for m in marks) if i >= 0), default=-1)
+    if cut < 0:
+        return None
+    label = text[:cut].lstrip(stars).lstrip().rstrip().rstrip(stars).rstrip()
+    if not words.fullmatch(label):
+        return None
+    return label, text[cut + 1 :].lstrip().lstrip(stars).lstrip()
 
 
 def strip_label(text: str, field: str) -> str:
     """Remove an echoed ``field: `` label (``"Decision: escalate"`` for field ``decision``)."""
-    if ":" not in text and "=" not in text:
-        return text
-    m = _LABEL.match(text)
-    if m and key_norm(m.group(1)) == key_norm(field) and m.group(2).strip():
-        return m.group(2).strip()
+    found = split_label(text)
+    if found and key_norm(found[0]) == key_norm(field) and found[1].strip():
+        return found[1].strip()
     return text
 
 
