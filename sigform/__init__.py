@@ -278,10 +278,10 @@ _SUBMODULES = frozenset(
 __getattr__, __dir__ = lazy_exports("sigform", _EXPORTS, globals(), submodules=_SUBMODULES)
 
 
-def _load_knn_demos(state: Any, pool: list[Any], where: str, allow_model: bool) -> Any:
+def _load_knn_demos(state: Any, pool: list[Any], where: str, allow_model: bool, api_key: Any) -> Any:
     from sigform.optimize.knn import KNNDemos  # deferred: only a saved KNN selector loads optimize
 
-    return KNNDemos.from_state(state, pool, where, allow_model=allow_model)
+    return KNNDemos.from_state(state, pool, where, allow_model=allow_model, api_key=api_key)
 
 
 # sigform's own demo selector kinds, registered here (the package every submodule import runs

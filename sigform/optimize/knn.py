@@ -22,6 +22,7 @@ from typing import Any
 
 from sigform.errors import ProgramStateError
 from sigform.evaluation.metrics import Metric
+from sigform.lm.credentials import Credential
 from sigform.optimize.base import Optimizer, as_demo, fits
 from sigform.optimize.labeled import check_count
 from sigform.optimize.report import OptimizationReport, Trial
@@ -139,12 +140,20 @@ class KNNDemos:
 
     @classmethod
     def from_state(
-        cls, state: Mapping[str, Any], pool: list[Example], where: str, *, allow_model: bool = False
+        cls,
+        state: Mapping[str, Any],
+        pool: list[Example],
+        where: str,
+        *,
+        allow_model: bool = False,
+        api_key: Any = None,
     ) -> KNNDemos:
         """Rebuild from :meth:`dump_state` (untrusted input: every value is checked).
 
         A saved file never chooses which model is called or where inputs are sent: an embedding
-        index is rebuilt only with ``allow_model`` (``load(..., restore_lm=True)``)."""
+        index is rebuilt only with ``allow_model`` (``load(..., restore_lm=True)``). Its key is
+        ``api_key`` (the loader's); without one, an endpoint the file names gets a placeholder
+        key, never one from the environment (``OPENAI_API_KEY`` ...)."""
         if not isinstance(state, Mapping) or state.get("kind") != "knn":
             raise ProgramStateError(f"{where}: not a saved KNN demo selector")
         k, fields, index = state.get("k"), state.get("fields"), state.get("index")
@@ -166,7 +175,11 @@ class KNNDemos:
                     "program never chooses which model its inputs are sent to: load it with restore_lm=True "
                     "to use that model"
                 )
-            embedder = LiteLLMEmbedder(saved["model"], api_base=api_base)
+            if api_key is None and api_base is not None:
+                from sigform.lm.saved_state import IGNORED_KEY
+
+                api_key = Credential.literal("api_key", IGNORED_KEY, secret=True)
+            embedder = LiteLLMEmbedder(saved["model"], api_base=api_base, api_key=api_key)
         elif index != "bm25":
             raise ProgramStateError(f"{where}: unknown index kind {index!r} (expected 'bm25' or 'embedding')")
         return cls(pool, k, fields=fields, embedder=embedder)

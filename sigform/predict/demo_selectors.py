@@ -22,8 +22,9 @@ if TYPE_CHECKING:  # the root package imports this module: keep that import smal
 
 __all__ = ["SIGFORM_KINDS", "SelectorLoader", "register_selector_kind", "selector_loader"]
 
-# (saved settings, rebuilt pool, where in the file, may it name a model?) -> the selector
-SelectorLoader = Callable[[Mapping[str, Any], "list[Example]", str, bool], Any]
+# (saved settings, rebuilt pool, where in the file, may it name a model?, the loader's api_key or
+# None) -> the selector
+SelectorLoader = Callable[[Mapping[str, Any], "list[Example]", str, bool, Any], Any]
 
 # the only kinds a saved program may name: sigform's own selectors
 SIGFORM_KINDS = frozenset({"knn"})

@@ -106,14 +106,14 @@ def _selector_state(selector: Any, where: str) -> dict[str, Any] | None:
     return state
 
 
-def _restore_selector(entry: Any, signature: Any, where: str, restore_lm: bool) -> Any:
+def _restore_selector(entry: Any, signature: Any, where: str, restore_lm: bool, api_key: Any) -> Any:
     if entry is None:
         return None
     if not isinstance(entry, Mapping) or not isinstance(entry.get("pool"), list):
         raise ProgramStateError(f"{where}: malformed demo_selector entry")
     load = selector_loader(entry.get("kind"), where)  # the file picks a registered kind, nothing else
     pool = [_restore_demo(d, signature, f"{where}.pool[{i}]") for i, d in enumerate(entry["pool"])]
-    return load(entry, pool, where, restore_lm)
+    return load(entry, pool, where, restore_lm, api_key)
 
 
 def predictor_state(name: str, predictor: Predict) -> dict[str, Any]:
@@ -266,7 +266,7 @@ def load_program(
             raise ProgramStateError(f"predictor {name!r}: saved native_reasoning must be true or false")
         lm = _restore_lm(entry.get("lm"), f"predictor {name!r}", restore_lm and predictor.lm is None, api_key)
         where = f"{name}.demo_selector"
-        selector = _restore_selector(entry.get("demo_selector"), signature, where, restore_lm)
+        selector = _restore_selector(entry.get("demo_selector"), signature, where, restore_lm, api_key)
         updates.append((predictor, signature, demos, config, lm, selector, entry))
     for predictor, signature, demos, config, lm, selector, entry in updates:  # everything matched: apply
         predictor.signature = signature
