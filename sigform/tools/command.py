@@ -15,11 +15,12 @@ Commands are argv lists run without a shell, in order, as asyncio subprocesses. 
 placeholder is filled from the validated arguments (or from ``env(args)``, for derived values such
 as a temp dir) and its value always stays inside the one argv element that holds it, so an argument
 can never become a second command or extra arguments. A value that would start an element and
-looks like an option (``--output=...``, ``-1``, ``-1e5``) is refused, since the program would read it
-as one; a negative number is let through only for an argument the tool declares numeric (an ``int``,
-``float`` or ``Decimal`` field). Each command has a timeout and bounded output capture; exit code 0
-runs the next command, anything else is an error result and the remaining commands are skipped.
-Command tools require approval unless ``requires_approval=False``.
+looks like an option (``--output=...``, ``-1``, ``-1e5``) or an options file (``@notes.txt``)
+is refused, since the program would read it as one; a negative number is let through only for an
+argument the tool declares numeric (an ``int``, ``float`` or ``Decimal`` field). Each command has a
+timeout and bounded output capture; exit code 0 runs the next command, anything else is an error
+result and the remaining commands are skipped. Command tools require approval unless
+``requires_approval=False``.
 
 A command's run ends with all its processes: on Linux, those it started that are still running
 when it exits, times out or is cancelled are killed too, even after ``setsid()`` (see
@@ -131,6 +132,14 @@ def fill(template: Sequence[str], values: Mapping[str, Any], numeric: Collection
             raise ValueError(
                 f"argument {filled!r} (from {element!r}) starts with '-' and would be read as an option "
                 "by the program; use a value without a leading '-'"
+            )
+        # a leading '@' from a value names a file of options for many programs (pytest, gcc,
+        # javac, argparse's fromfile_prefix_chars): `@notes.txt` would read options from it. A
+        # template that means a literal '@' writes it itself (`@${scope}/${name}`)
+        if filled.startswith("@") and not element.startswith("@"):
+            raise ValueError(
+                f"argument {filled!r} (from {element!r}) starts with '@', which many programs read as "
+                "'take options from this file'; use a value without a leading '@' (for a path: ./@name)"
             )
         argv.append(filled)
     return argv

@@ -82,6 +82,35 @@ def test_option_like_argument_is_an_error_result_not_a_run(tmp_path: Path):
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("value", ["@notes.txt", "@", "@@x", "@-"])
+def test_an_options_file_argument_is_an_error_result_not_a_run(tmp_path: Path, value: str):
+    # pytest, gcc, javac and argparse programs read options from `@file` (issue 27, finding 3):
+    # `pytest -q @notes.txt` could write a junit file anywhere or empty a --basetemp folder
+    marker = tmp_path / "ran"
+    tool = CommandTool(
+        "touch_it",
+        "d",
+        [[PY, "-c", f"open({str(marker)!r}, 'w')", "${text}"]],
+        args=EchoArgs,
+        requires_approval=False,
+    )
+    result = tool.run(text=value)
+    assert result.status == "error" and "starts with '@'" in result.message
+    assert not marker.exists()
+
+
+def test_an_at_sign_the_template_writes_or_inside_a_value_is_kept():
+    assert fill(["npm", "view", "@${scope}/${name}"], {"scope": "types", "name": "node"}) == [
+        "npm",
+        "view",
+        "@types/node",
+    ]
+    assert fill(["git", "show", "${ref}"], {"ref": "main@{1}"}) == ["git", "show", "main@{1}"]
+    assert fill(["ls", "./${path}"], {"path": "@notes.txt"}) == ["ls", "./@notes.txt"]
+    with pytest.raises(ValueError, match="starts with '@'"):
+        fill(["pytest", "${a}${b}"], {"a": "", "b": "@opts"})
+
+
 def test_unknown_placeholder_is_refused_at_definition():
     with pytest.raises(ToolError, match=r"\['nope'\]"):
         CommandTool("t", "d", [["echo", "${nope}"]], args=EchoArgs)
