@@ -18,6 +18,7 @@ from typing import Any
 from sigform.evaluation.leaks import warn_overlap
 from sigform.evaluation.metrics import Metric, TypedMatch, field_types, metric_score
 from sigform.evaluation.runner import evaluate, labelled
+from sigform.evaluation.stats import score_of
 from sigform.optimize.report import OptimizationReport, Trial
 from sigform.predict.context_vars import track_usage
 from sigform.predict.example import Example
@@ -104,11 +105,19 @@ class Optimizer:
     def score_on(
         program: Module, val: list[Example], metric: Metric | None, name: str, detail: str = "", **kw: Any
     ) -> Trial:
-        """Evaluate ``program`` on the validation examples as one trial."""
+        """Evaluate ``program`` on the validation examples as one trial.
+
+        An example whose metric raised counts as a failure here (an evaluation leaves it out of
+        its score): a candidate must not win by making the metric raise on what it got wrong."""
         with track_usage() as tracker:
             result = evaluate(program, val, metric, progress=False, **kw)
         return Trial(
-            name, detail, score=result.score, calls=tracker.requests, tokens=tracker.usage.total_tokens
+            name,
+            detail,
+            score=score_of([r.score or 0.0 for r in result.records]),
+            calls=tracker.requests,
+            tokens=tracker.usage.total_tokens,
+            metric_errors=result.metric_errors,
         )
 
 

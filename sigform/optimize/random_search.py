@@ -109,6 +109,17 @@ class RandomSearch(Optimizer):
         for name, predictor in student.named_predictors():
             if name in candidates[best[1]][1]:
                 predictor.demos = candidates[best[1]][1][name]
+        raised = [
+            f"{t.name}: {t.metric_errors} of {t.score.n}"
+            for t in report.trials
+            if t.metric_errors and t.score is not None
+        ]
+        if raised:
+            report.notes.append(
+                "the metric raised on some examples, counted as failures when choosing ("
+                + "; ".join(raised)
+                + "): fix the metric, or its errors may hide what a candidate got wrong"
+            )
         report.notes.append(
             "the chosen candidate's score was used to choose it: confirm on a held-out devset"
         )

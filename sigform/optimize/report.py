@@ -28,6 +28,7 @@ class Trial:
     calls: int = 0
     tokens: int = 0
     chosen: bool = False
+    metric_errors: int = 0  # examples whose metric raised: counted as failures in ``score``
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +38,7 @@ class Trial:
             "calls": self.calls,
             "tokens": self.tokens,
             "chosen": self.chosen,
+            "metric_errors": self.metric_errors,
         }
 
 
@@ -105,7 +107,10 @@ class OptimizationReport:
 
     @staticmethod
     def _score_text(trial: Trial) -> str:
-        return trial.score.percent() if trial.score is not None else "-"
+        if trial.score is None:
+            return "-"
+        raised = f" (metric raised on {trial.metric_errors}: failures)" if trial.metric_errors else ""
+        return trial.score.percent() + raised
 
     def __str__(self) -> str:
         lines = [f"{self.optimizer}"]

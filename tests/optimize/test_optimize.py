@@ -228,6 +228,38 @@ def test_random_search_holds_out_part_of_the_trainset_without_a_valset() -> None
     assert report.trials[0].chosen and result.demos == []
 
 
+def test_random_search_counts_examples_whose_metric_raised_as_failures() -> None:
+    # issue 27, finding 7: a candidate whose answers make the metric raise on 8 of 10 examples
+    # scored 2/2 = 100% over the 2 the metric could read, and beat "as given" at 7/10
+    val = [Example(country=c, capital=k).with_inputs("country") for c, k in CITIES.items()]
+    right_with_demos = {"France", "Italy"}
+    wrong_as_given = {"Peru", "Chile", "Kenya"}
+
+    def reply(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> Any:
+        country = last_user(messages).split("[[ ## country ## ]]")[-1].split()[0]
+        if len(messages) > 2:  # demos shown
+            return chat(capital=CITIES[country] if country in right_with_demos else "(unsure)")
+        return chat(capital="Atlantis" if country in wrong_as_given else CITIES[country])
+
+    def metric(example: Example, pred: Any) -> bool:
+        if pred.capital == "(unsure)":
+            raise ValueError("cannot grade an unsure answer")
+        return bool(pred.capital == example.capital)
+
+    optimiser = RandomSearch(metric, k=1, num_candidates=2, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sf.MetricErrorWarning)
+        pairs = (("Norway", "Oslo"), ("Ghana", "Accra"))
+        train = [Example(country=c, capital=k).with_inputs("country") for c, k in pairs]
+        result = optimiser.compile(program(ScriptedLM([reply] * 1000)), trainset=train, valset=val)
+    report = optimiser.report
+    assert report is not None and report.trials[0].chosen and result.demos == []
+    assert [float(t.score) for t in report.trials if t.score is not None] == [0.7, 0.2, 0.2]
+    assert [t.metric_errors for t in report.trials] == [0, 8, 8]
+    assert any("candidate 1: 8 of 10" in note for note in report.notes)
+    assert "metric raised on 8" in str(report)
+
+
 # -- nearest neighbours ----------------------------------------------------------------------------------
 
 
