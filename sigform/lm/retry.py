@@ -17,9 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from sigform.errors import LMError
+from sigform.excerpt import shorten
 from sigform.lm.errors_map import map_exception
 
-__all__ = ["Attempts", "RetryPolicy", "check_limits"]
+__all__ = ["MAX_RETRIES", "Attempts", "RetryPolicy", "check_limits"]
+
+
+# a bound, because a saved program's settings are untrusted data: with Retry-After capped at 60 s,
+# 50 retries keep one call under an hour (num_retries=10**9 from a file retried without end)
+MAX_RETRIES = 50
 
 
 def check_limits(*, num_retries: Any = 0, timeout: Any = None, retry_delay: Any = 0.0) -> None:
@@ -27,8 +33,13 @@ def check_limits(*, num_retries: Any = 0, timeout: Any = None, retry_delay: Any 
     time with a raw ValueError; negative retries were taken as none), naming the setting."""
     from sigform.lm.params import ParameterError
 
-    if isinstance(num_retries, bool) or not isinstance(num_retries, int) or num_retries < 0:
-        raise ParameterError(f"num_retries must be a whole number >= 0, got {num_retries!r}")
+    if (
+        isinstance(num_retries, bool)
+        or not isinstance(num_retries, int)
+        or not 0 <= num_retries <= MAX_RETRIES
+    ):
+        shown = shorten(repr(num_retries), 40)
+        raise ParameterError(f"num_retries must be a whole number from 0 to {MAX_RETRIES}, got {shown}")
     if timeout is not None and (
         isinstance(timeout, bool)
         or not isinstance(timeout, (int, float))

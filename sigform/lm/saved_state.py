@@ -125,6 +125,15 @@ def request_options(config: Mapping[str, Any], where: str) -> dict[str, Any]:
             f"ignored saved options {', '.join(map(repr, dropped))}: a saved program may set only "
             "request parameters; set others in code",
         )
+    limits = {name: kept[name] for name in ("num_retries", "timeout") if name in kept}
+    if limits:  # bounded as in code: num_retries=10**9 from a file must not retry without end
+        from sigform.errors import ParameterError
+        from sigform.lm.retry import check_limits
+
+        try:
+            check_limits(**limits)
+        except ParameterError as exc:
+            raise ProgramStateError(f"{where}: saved {exc}") from None
     return kept
 
 

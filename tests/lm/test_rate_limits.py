@@ -281,6 +281,34 @@ def test_a_malformed_saved_limit_is_a_clear_error(entry: Any, error: type) -> No
         lm_from_state(state)
 
 
+@pytest.mark.parametrize(
+    "retries",
+    [10**9, 51, -1, 10**400, True, "3"],
+    ids=["1e9", "51", "-1", "400 digits", "True", "'3'"],
+)
+def test_a_saved_retry_count_outside_its_bound_is_refused_by_a_plain_load(
+    tmp_path: Any, retries: Any
+) -> None:
+    # issue 27, finding 9: a plain load() took num_retries=10**9 from the file (130 retries in 8 s)
+    import json
+
+    path = sf.Predict("q -> a", config={"num_retries": 2}).save(tmp_path / "p.json")
+    state = json.loads(path.read_text())
+    state["predictors"]["self"]["config"] = {"num_retries": retries}
+    path.write_text(json.dumps(state))
+    with pytest.raises(ProgramStateError, match=r"num_retries must be a whole number from 0 to 50"):
+        sf.Predict("q -> a").load(path)
+    lm_state = {"model": "openai/gpt-4o-mini", "kwargs": {}, "num_retries": retries}
+    with warnings.catch_warnings(), pytest.raises((ParameterError, ProgramStateError), match="num_retries"):
+        lm_from_state(lm_state)
+
+
+def test_retry_counts_are_bounded_in_code_too() -> None:
+    with pytest.raises(ParameterError, match=r"num_retries must be a whole number from 0 to 50, got 51"):
+        sf.LM("openai/gpt-4o-mini", num_retries=51)
+    assert sf.LM("openai/gpt-4o-mini", num_retries=50).options.num_retries == 50
+
+
 def test_a_late_wake_up_books_again_instead_of_bursting() -> None:
     from sigform.lm.rate_limit import _late
 
