@@ -23,4 +23,6 @@ def shorten(text: Any, limit: int = _SHOW_CHARS) -> str:
         head = limit * 2 // 3
         tail = limit - head - 5
         s = f"{s[:head]} ... {s[-tail:]}"
+    if not s.isascii():  # a lone surrogate would make the message itself unprintable: escape it
+        s = s.encode("utf-8", "backslashreplace").decode("utf-8")
     return s

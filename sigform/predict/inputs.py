@@ -26,6 +26,7 @@ from sigform.excerpt import shorten
 from sigform.probes import probe
 from sigform.settings import get_setting
 from sigform.signatures import FieldSpec
+from sigform.types.unicode_text import lone_surrogate
 
 __all__ = ["InputChecker"]
 
@@ -185,7 +186,7 @@ class InputChecker:
                     f"{type(value).__name__} {shorten(repr(value), 80)} ({_first_error_line(exc)})"
                 ) from exc
         for name, value in out.items():
-            where = _lone_surrogate(value)
+            where = lone_surrogate(value)
             if where is not None:
                 raise InputError(
                     f"{self._sig_name}: input `{name}` holds a lone surrogate ({where}), which is not "
@@ -218,34 +219,3 @@ class InputChecker:
         elif mode != "ignore":
             raise SigformError(f"setting unknown_inputs must be 'error', 'warn' or 'ignore', got {mode!r}")
         return {k: v for k, v in inputs.items() if k in self._names}
-
-
-_MAX_WALK_DEPTH = 32
-
-
-def _lone_surrogate(value: Any, depth: int = 0) -> str | None:
-    """Where a lone surrogate (``\\ud800``-``\\udfff``, not encodable as UTF-8) sits in ``value``:
-    its strings, and those of lists, dicts and pydantic models inside it; ``None`` if nowhere."""
-    if isinstance(value, str):
-        if value.isascii():
-            return None
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return f"{value[exc.start]!r} at position {exc.start}"
-        return None
-    if depth >= _MAX_WALK_DEPTH:
-        return None
-    if isinstance(value, Mapping):
-        items: Any = [*value.keys(), *value.values()]
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        items = value
-    elif hasattr(value, "__pydantic_fields__"):
-        items = list(getattr(value, "__dict__", {}).values())
-    else:
-        return None
-    for item in items:
-        found = _lone_surrogate(item, depth + 1)
-        if found is not None:
-            return found
-    return None

@@ -20,6 +20,7 @@ from sigform.probes import probe
 from sigform.types.coercion._plan import Invalid, adapter_for, plan_for
 from sigform.types.coercion._union import pydantic_message
 from sigform.types.names import type_name
+from sigform.types.unicode_text import lone_surrogate
 
 __all__ = ["FieldCoercer", "coerce", "coerce_fields", "field_error"]
 
@@ -52,7 +53,19 @@ def _coerce(value: Any, annotation: Any, field: str) -> Any:
         adapter = adapter_for(annotation)
         if adapter is not None:
             out = adapter.validate_python(out)
+    _refuse_lone_surrogate(out)
     return out
+
+
+def _refuse_lone_surrogate(out: Any) -> None:
+    """An answer holding text that is not valid Unicode is damaged, as an input with one is
+    refused: never passed on (it fails later, far away, when written as UTF-8)."""
+    where = lone_surrogate(out)
+    if where is not None:
+        raise Invalid(
+            f"the value holds a lone surrogate ({where}), which is not valid Unicode: the answer is "
+            "damaged (a cut-off emoji escape?); ask again"
+        )
 
 
 def field_error(field: str, annotation: Any, value: Any, exc: BaseException) -> FieldError:
@@ -125,6 +138,7 @@ class FieldCoercer:
             for name, convert, adapter in self._steps:
                 value = convert(values[name], name, True)
                 out[name] = value if adapter is None else adapter.validate_python(value)
+                _refuse_lone_surrogate(out[name])
         except Exception:
             return None
         return out

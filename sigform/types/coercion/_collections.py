@@ -14,18 +14,26 @@ from typing import Any
 
 import regex
 
-from sigform.types.coercion._currency_scope import value_name
+from sigform.types.coercion._currency_scope import value_namer
 from sigform.types.coercion._jsontext import parse_json
 from sigform.types.coercion._numbers import CURRENCY_MARK
 from sigform.types.coercion._plan import Invalid, Node, plan_for
-from sigform.types.coercion._scalars import FloatNode, IntNode, describe_seen
-from sigform.types.coercion._text import NO_VALUE_WORDS, WRAPPER_KEYS, key_norm, strip_fence, unwrap_quotes
+from sigform.types.coercion._scalars import FloatNode, IntNode, StrNode, describe_seen
+from sigform.types.coercion._text import (
+    NO_VALUE_WORDS,
+    NULL_WORDS,
+    WRAPPER_KEYS,
+    key_norm,
+    strip_fence,
+    unwrap_quotes,
+)
 
 __all__ = ["DictNode", "SeqNode", "TupleNode", "split_items"]
 
 _MARKER = re.compile(r"\A(?:[-*\u2022+]|\d{1,3}[.)]|\(\d{1,3}\))\s+(.*)\Z", re.S)
 # lettered items, a) b) c) / (a) (b) / a. b.: only read as markers when they run a, b, c, ...
 _LETTER = re.compile(r"\A(?:\(([A-Za-z])\)|([A-Za-z])[.)])\s+(.*)\Z", re.S)
+_KEY_SEP = re.compile(r"[:=]")
 _THOUSANDS = regex.compile(
     r"[-+]?" + CURRENCY_MARK + r"?\s*+[-+]?\d{1,3}(?:,\d{3})++(?:\.\d++)?%?(?:\s*+" + CURRENCY_MARK + ")?"
 )
@@ -112,22 +120,31 @@ def _record_items(text: str) -> list[str] | None:
     return [head + ("\n" + textwrap.dedent("\n".join(rest)) if rest else "") for head, rest in items]
 
 
+def _convert_item(node: Node, value: Any, name: str, text: bool) -> Any:
+    """An item (or dict value) of a collection read from text: a bare ``null`` / ``None`` is no
+    value, as JSON's null is; an Optional item reads it as None (its own rule), text refuses it
+    (``- null`` was read as the string ``'null'``)."""
+    if text and isinstance(node, StrNode) and isinstance(value, str) and value.strip().lower() in NULL_WORDS:
+        raise Invalid(f"{value.strip()!r} is no value: expected text (Optional[str] items may be missing)")
+    return node.convert(value, name, text)
+
+
 def _key_line(line: str) -> tuple[str, str] | None:
     """``(key, value)`` of a ``key: value`` or ``key = value`` line (after an optional bullet),
     split at the first ``:`` or ``=`` past the key's first character; else None."""
     if line[:1] in ("-", "*", "\u2022", "+") and line[1:2].isspace():
-        found = _split_key(line[1:].lstrip())
+        start = len(line) - len(line[1:].lstrip())  # the key starts after the bullet's blanks
+        found = _split_key(line, start)
+        if found is None and start > 2 and line[start : start + 1] in (":", "="):
+            found = (line[start - 1 : start], line[start + 1 :])  # a blank key: `-  : x`
         if found is not None:
             return found
-    return _split_key(line)
+    return _split_key(line, 0)
 
 
-def _split_key(line: str) -> tuple[str, str] | None:
-    cuts = [i for i in (line.find(":", 1), line.find("=", 1)) if i >= 0]
-    if not cuts:
-        return None
-    cut = min(cuts)
-    return line[:cut], line[cut + 1 :]
+def _split_key(line: str, start: int) -> tuple[str, str] | None:
+    m = _KEY_SEP.search(line, start + 1)
+    return None if m is None else (line[start : m.start()], line[m.end() :])
 
 
 class SeqNode(Node):
@@ -190,7 +207,7 @@ class SeqNode(Node):
         out = []
         for i, v in enumerate(values):
             try:
-                out.append(item.convert(v, name, text))
+                out.append(_convert_item(item, v, name, text))
             except Invalid as exc:
                 raise exc.at(i) from None
         try:
@@ -245,7 +262,7 @@ class TupleNode(Node):
         out = []
         for i, (node, v) in enumerate(zip(nodes, value, strict=True)):
             try:
-                out.append(node.convert(v, name, as_text))
+                out.append(_convert_item(node, v, name, as_text))
             except Invalid as exc:
                 raise exc.at(i) from None
         return tuple(out)
@@ -316,6 +333,7 @@ class DictNode(Node):
 
     def _pairs(self, pairs: list[tuple[Any, Any]], name: str, text: bool) -> dict[Any, Any]:
         knode, vnode = self.kv_nodes()
+        value_name = value_namer(name)
         out: dict[Any, Any] = {}
         for k, v in pairs:
             try:
@@ -323,7 +341,7 @@ class DictNode(Node):
             except Invalid as exc:
                 raise exc.at(f"key {k!r}") from None
             try:
-                val = vnode.convert(v, value_name(key, name) if isinstance(key, str) else name, text)
+                val = _convert_item(vnode, v, value_name(key) if isinstance(key, str) else name, text)
             except Invalid as exc:
                 raise exc.at(str(k)) from None
             try:

@@ -9,6 +9,7 @@ members, at any depth. A nested record's numbers have their own names and descri
 from __future__ import annotations
 
 import collections.abc as cabc
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Union
 
@@ -22,7 +23,7 @@ from sigform.types.coercion._numbers import (
 )
 from sigform.types.inspection import args_of, origin_of, strip_annotated
 
-__all__ = ["described_currency_for", "holds_numbers", "value_name", "with_described_currency"]
+__all__ = ["described_currency_for", "holds_numbers", "value_namer", "with_described_currency"]
 
 _ITEMS = {
     list, set, frozenset, tuple, cabc.Sequence, cabc.MutableSequence, cabc.Iterable, cabc.Collection,
@@ -59,14 +60,13 @@ def with_described_currency(name: str, annotation: Any, desc: str | None) -> str
     return name if code is None else CurrencyField(name, str(code))
 
 
-def value_name(key: str, field: str) -> str:
-    """The name a dict value is read under: its key (a key like ``fee_eur`` fixes a currency
-    itself), still bound to the currency the whole field is named or described in, and taking
-    ``%`` when the field does (``rates_percent``)."""
+def value_namer(field: str) -> Callable[[str], str]:
+    """How a dict value is named, by its key (a key like ``fee_eur`` fixes a currency itself),
+    still bound to the currency the whole field is named or described in, and taking ``%`` when
+    the field does (``rates_percent``). Worked out once per field, applied per key."""
     percent = percent_allowed(field)
-    if isinstance(field, CurrencyField):
-        return CurrencyField(key, field.currency, field.why, percent)
-    named = field_currency(field)
-    if named is not None:
-        return CurrencyField(key, named, f"the currency of field {field!r}", percent)
-    return PercentName(key) if percent else key
+    currency: str | None = field.currency if isinstance(field, CurrencyField) else field_currency(field)
+    why = field.why if isinstance(field, CurrencyField) else f"the currency of field {field!r}"
+    if currency is not None:
+        return lambda key: CurrencyField(key, currency, why, percent)
+    return PercentName if percent else str

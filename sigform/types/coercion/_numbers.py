@@ -14,6 +14,7 @@ exactly: ``$0.10`` is ``Decimal("0.10")``).
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -68,6 +69,7 @@ _NAME_SPLIT = regex.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")
 _MAX_DIGITS = 4000  # Python refuses to convert longer digit strings to int
 
 
+@functools.lru_cache(maxsize=4096)  # asked once per dict value: 10k `k: v` lines, a few names
 def field_currency(field: str) -> str | None:
     """The currency a field's name gives (``amount_usd`` -> ``USD``, ``priceInEuros`` -> ``EUR``)."""
     found = {_NAME_WORDS[w.lower()] for w in _NAME_SPLIT.split(field) if w.lower() in _NAME_WORDS}
