@@ -206,7 +206,13 @@ class InputChecker:
         hints = []
         for name in unknown:
             close = difflib.get_close_matches(name, self._names, n=1)
-            hints.append(f"`{name}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
+            if close:
+                hints.append(f"`{name}` (did you mean `{close[0]}`?)")
+            elif _is_lm_setting(name):  # program(..., max_tokens=20): a request setting, not an input
+                setting = shorten(repr({name: inputs[name]}), 60)
+                hints.append(f"`{name}` (an LM setting, not an input: pass it as config={setting})")
+            else:
+                hints.append(f"`{name}`")
         message = (
             f"{self._sig_name}: unknown input{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
             f"inputs are {', '.join(f'`{n}`' for n in self._fields) or '(none)'}"
@@ -219,3 +225,12 @@ class InputChecker:
         elif mode != "ignore":
             raise SigformError(f"setting unknown_inputs must be 'error', 'warn' or 'ignore', got {mode!r}")
         return {k: v for k, v in inputs.items() if k in self._names}
+
+
+def _is_lm_setting(name: str) -> bool:
+    """Whether ``name`` is a request parameter or one of sigform's per-call LM options: what
+    ``config=`` takes (only this error path imports them)."""
+    from sigform.lm.model import _CONTROL
+    from sigform.lm.params import BASE_SPECS
+
+    return name in BASE_SPECS or name in _CONTROL
