@@ -123,6 +123,14 @@ def inspect_history(n: int = 1, *, entries: list[HistoryEntry] | None = None, co
 
     console = console or Console()
     chosen = (entries if entries is not None else global_history())[-n:] if n > 0 else []
+    if not chosen:  # say so: printing nothing looked like a broken call
+        if n <= 0:
+            console.print("(n=0: nothing shown)")
+        elif entries is not None:
+            console.print("(no history yet: this LM has made no calls)")
+        else:
+            console.print("(no history yet: no LM call has been made in this process)")
+        return
     for entry in chosen:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.timestamp))
         u = entry.usage

@@ -95,7 +95,7 @@ def check_model_name(model: str, *, api_base_given: bool) -> None:
     if not sep:
         if ":" in model or _known(model):  # litellm's own forms such as "ft:gpt-4o-mini:org::id"
             return
-        bare = [k for k in _MAP_KEY.findall(map_text()) if "/" not in k]
+        bare = ["local", *(k for k in _MAP_KEY.findall(map_text()) if "/" not in k)]  # "local": sigform's own
         close = _suggest(model, bare)
         hint = f"did you mean {close!r}? " if close else ""
         raise ValueError(
