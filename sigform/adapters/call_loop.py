@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from sigform.adapters.call_plan import CallPlan, PlannedCall, ResponseFormats
 from sigform.adapters.native_tools import TextSignature
-from sigform.adapters.output_limit import OutputLimit, length_message, resolve_output_limit
+from sigform.adapters.output_limit import OutputLimit, errors_after_cut, length_message, resolve_output_limit
 from sigform.adapters.repair import constrained_modes, failing_fields, request_key
 from sigform.adapters.result import AdapterResult, Slot, final_error
 from sigform.conversation import Layout, asend, send
@@ -245,9 +245,13 @@ def judge(
         if completion.truncated:
             slot.terminal = True
             why = length_message(text, limit)
+            errors, read = errors_after_cut(exc.errors, text)
+            summary = exc.summary
+            if read and summary.startswith("no output field found"):  # fields were read: say why unused
+                summary = f"the JSON object never closes, so none of its {read} complete field(s) is used"
             slot.error = StructureError(
-                why if exc.summary == why else f"{why}. {exc.summary}",
-                errors=exc.errors,
+                why if summary == why else f"{why}. {summary}",
+                errors=errors,
                 raw=text,
                 adapter=adapter.name,
             )

@@ -13,18 +13,22 @@ happened - a repetition loop, the default limit, your limit, or the provider's -
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from sigform.adapters.fields import field_views
+from sigform.errors import FieldError
 
 __all__ = [
     "LIMIT_KEYS",
     "TEXT_FIELD_TOKENS",
     "OutputLimit",
     "default_output_limit",
+    "errors_after_cut",
     "length_message",
+    "read_before_cut",
     "repeated_tail",
     "resolve_output_limit",
 ]
@@ -121,3 +125,68 @@ def length_message(text: str, limit: OutputLimit) -> str:
         "the answer was cut off by the provider's output or context limit (no max_tokens was sent, "
         "finish_reason='length'); shorten the prompt or ask for a shorter answer"
     )
+
+
+def read_before_cut(text: str) -> tuple[dict[str, Any], str | None]:
+    """The key/value pairs of a cut-off JSON object that were complete before the cut, and the
+    key whose value the cut fell in (None if the cut fell between pairs). Strict JSON only, read
+    pair by pair from the first ``{``: for an error message, never for the answer."""
+    decode = json.JSONDecoder().raw_decode
+    pos = text.find("{")
+    done: dict[str, Any] = {}
+    if pos < 0:
+        return done, None
+    pos += 1
+    while True:
+        pos = _skip_blank(text, pos)
+        if text[pos : pos + 1] == ",":
+            pos = _skip_blank(text, pos + 1)
+        try:
+            key, pos = decode(text, pos)
+        except (ValueError, RecursionError):
+            return done, None
+        pos = _skip_blank(text, pos)
+        if not isinstance(key, str) or text[pos : pos + 1] != ":":
+            return done, None
+        try:
+            value, pos = decode(text, _skip_blank(text, pos + 1))
+        except (ValueError, RecursionError):
+            return done, key
+        if _skip_blank(text, pos) >= len(text) and type(value) in (int, float):
+            return done, key  # a number at the very end may be cut short (12 of 1234)
+        done[key] = value
+
+
+def _skip_blank(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def errors_after_cut(errors: list[FieldError], text: str) -> tuple[list[FieldError], int]:
+    """``errors`` of an answer cut off by the output limit, with "missing" fields told apart: one
+    whose value was read before the cut shows it, the one the cut fell in says so, the others
+    were never reached (a cut-off JSON object is not read at all, so every field looked missing
+    while the raw text held some of them). Also returns how many fields were read before the cut."""
+    from sigform.excerpt import shorten
+    from sigform.types.coercion._text import key_norm
+
+    done, cut = read_before_cut(text) if "{" in text else ({}, None)
+    by_norm = {key_norm(k): v for k, v in done.items()}
+    out = []
+    read = 0
+    for error in errors:
+        if error.message != "the field is missing":
+            out.append(error)
+            continue
+        name = key_norm(error.field)
+        if name in by_norm:
+            seen = shorten(json.dumps(by_norm[name], ensure_ascii=False), 80)
+            message = "read before the cut, but not used: the answer as a whole was cut off"
+            read += 1
+        elif cut is not None and key_norm(cut) == name:
+            seen, message = f"{text[-40:]!r} at the cut", "cut off in the middle of its value"
+        else:
+            seen, message = "(nothing)", "not reached before the cut"
+        out.append(FieldError(error.field, error.expected, seen, message))
+    return out, read

@@ -3,7 +3,7 @@
 ::
 
     parse_json_text('{"a": 1, "b": [1, 2,]}')     # {'a': 1, 'b': [1, 2]} (repaired)
-    parse_json_text('{"a": 1, "b": "x')           # JSONTextError: the value is cut off (...)
+    parse_json_text('{"a": 1, "b": "x')           # JSONTextError: the value is cut off in the middle ...
 
 The value engine and the adapters share this reader, so every place that reads JSON out of a
 model's answer repairs and refuses the same way (see :mod:`sigform.types.coercion._jsontext`).

@@ -58,7 +58,7 @@ def parse_json(text: str, *, repair: bool = True) -> Any:
         )
     problem = truncation_problem(text)
     if problem:
-        raise Invalid(f"the value is cut off ({problem})")
+        raise Invalid(f"the value is {problem.replace('cut ', 'cut off ', 1)}")  # "is cut off after a key"
     guarded, source = guard_bare_values(text)
     try:
         import json_repair
