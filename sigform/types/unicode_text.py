@@ -9,32 +9,32 @@ from typing import Any
 
 __all__ = ["lone_surrogate"]
 
-_MAX_WALK_DEPTH = 32
-
-
-def lone_surrogate(value: Any, depth: int = 0) -> str | None:
+def lone_surrogate(value: Any) -> str | None:
     """Where a lone surrogate (``\\ud800``-``\\udfff``, not encodable as UTF-8) sits in ``value``:
-    its strings, and those of lists, dicts and pydantic models inside it; ``None`` if nowhere."""
-    if isinstance(value, str):
-        if value.isascii():
-            return None
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return f"{value[exc.start]!r} at position {exc.start}"
-        return None
-    if depth >= _MAX_WALK_DEPTH:
-        return None
-    if isinstance(value, Mapping):
-        items: Any = [*value.keys(), *value.values()]
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        items = value
-    elif hasattr(value, "__pydantic_fields__"):
-        items = list(getattr(value, "__dict__", {}).values())
-    else:
-        return None
-    for item in items:
-        found = lone_surrogate(item, depth + 1)
-        if found is not None:
-            return found
+    its strings, and those of lists, dicts and pydantic models inside it, at any depth (a
+    container seen twice, as in a cycle, is walked once); ``None`` if nowhere."""
+    stack = [value]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item.isascii():
+                continue
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return f"{item[exc.start]!r} at position {exc.start}"
+            continue
+        if isinstance(item, Mapping):
+            children: Any = [*item.keys(), *item.values()]
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            children = item
+        elif hasattr(item, "__pydantic_fields__"):
+            children = list(getattr(item, "__dict__", {}).values())
+        else:
+            continue
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        stack.extend(reversed(list(children)))
     return None

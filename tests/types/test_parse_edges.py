@@ -91,3 +91,13 @@ def test_a_dict_of_100k_lines_is_read_in_bounded_time() -> None:
     t0 = time.process_time()
     assert len(coerce(text, dict[str, int], field="counts")) == 100_000
     assert time.process_time() - t0 < 20  # ~0.5 s here; a quadratic reading would take hours
+
+
+@pytest.mark.parametrize("depth", [1, 33, 60])
+def test_a_lone_surrogate_nested_deep_in_an_answer_is_found(depth: int) -> None:
+    from typing import Any
+
+    # the first walker stopped at 32 levels: a 33-deep list under dict[str, Any] passed it through
+    text = '{"a": ' + "[" * depth + '"\\ud800"' + "]" * depth + "}"
+    with pytest.raises(FieldValueError, match="lone surrogate"):
+        coerce(text, dict[str, Any], field="f")
