@@ -28,7 +28,7 @@ from sigform.types import coerce
 from sigform.types.coercion._choices import _ANY_LABEL_WORDS
 from sigform.types.coercion._collections import _key_line
 from sigform.types.coercion._records import yaml_key
-from sigform.types.coercion._text import split_label, strip_fence, strip_label
+from sigform.types.coercion._text import split_label, strip_fence, strip_label, unwrap_quotes
 
 CAP_SECONDS = 3.0  # linear work on 100 KB takes milliseconds; the old patterns took minutes
 
@@ -98,6 +98,28 @@ def test_strip_fence_reads_what_the_old_pattern_read(text: str) -> None:
     assert strip_fence(text) == (old.group(1).strip() if old else text)
 
 
+def _old_unwrap_quotes(text: str) -> str:
+    pairs = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
+    while len(text) >= 2:
+        first = text[0]
+        if first in pairs and text[-1] == pairs[first]:
+            inner = text[1:-1]
+            if first in "\"'" and first in inner:
+                return text
+            text = inner.strip()
+        elif text.startswith("**") and text.endswith("**") and len(text) > 4:
+            text = text[2:-2].strip()
+        else:
+            return text
+    return text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="\"'`* a\u201c\u201d\n\t", max_size=30))
+def test_unwrap_quotes_reads_what_the_old_loop_read(text: str) -> None:
+    assert unwrap_quotes(text) == _old_unwrap_quotes(text)
+
+
 def test_labels_and_fences_still_come_off() -> None:
     assert strip_label("**Answer:** 42", "answer") == "42"
     assert strip_label("answer = 42", "answer") == "42"
@@ -148,6 +170,9 @@ def _shapes(n: int) -> dict[str, str]:
         "fence, blank lines": "```\n" + "\n " * (n // 2) + "x```",
         "label, tabs": "answer" + "\t" * n + "x:",
         "underscores": "_" + " _" * (n // 2) + ": 1",
+        # each layer of quotes/bold was peeled by copying the rest: quadratic in the layers
+        "stars": "*" * n,
+        "backtick lines": "```\n" * (n // 4),
     }
 
 

@@ -29,6 +29,8 @@ NO_VALUE_WORDS = NULL_WORDS | frozenset({"n/a", "na", "nil", "not applicable", "
 
 _PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
 _KEY_JUNK = re.compile(r"[\W_]+")
+_BLANKS = re.compile(r"\s*")
+_MAX_LAYERS = 16  # quotes, backticks and bold around one scalar
 
 
 def strip_fence(text: str) -> str:
@@ -46,19 +48,29 @@ def strip_fence(text: str) -> str:
 
 
 def unwrap_quotes(text: str) -> str:
-    """Remove matching quotes, backticks or ``**bold**`` around the whole of ``text``."""
-    while len(text) >= 2:
-        first = text[0]
-        if first in _PAIRS and text[-1] == _PAIRS[first] and len(text) >= 2:
-            inner = text[1:-1]
-            if first in "\"'" and first in inner:  # "a" and "b": not one quoted value
-                return text
-            text = inner.strip()
-        elif text.startswith("**") and text.endswith("**") and len(text) > 4:
-            text = text[2:-2].strip()
+    """Remove matching quotes, backticks or ``**bold**`` around the whole of ``text``.
+
+    Layers are peeled by moving two indices and the text is sliced once: slicing per layer
+    copied the rest each time (a 400 KB run of backticks or stars took seconds). At most
+    ``_MAX_LAYERS`` come off: no answer is wrapped deeper, and what is left fails as a value."""
+    i, j = 0, len(text)
+    reverse = ""
+    for _ in range(_MAX_LAYERS):
+        if j - i < 2:
+            break
+        first = text[i]
+        if first in _PAIRS and text[j - 1] == _PAIRS[first]:
+            if first in "\"'" and text.find(first, i + 1, j - 1) >= 0:  # "a" and "b": not one value
+                break
+            i, j = i + 1, j - 1
+        elif j - i > 4 and text.startswith("**", i, j) and text.endswith("**", i, j):
+            i, j = i + 2, j - 2
         else:
-            return text
-    return text
+            break
+        i = _BLANKS.match(text, i, j).end()  # type: ignore[union-attr]  # \s* always matches
+        reverse = reverse or text[::-1]  # blanks before j, found left to right in the reversed text
+        j = len(text) - _BLANKS.match(reverse, len(text) - j, len(text) - i).end()  # type: ignore[union-attr]
+    return text[i:j]
 
 
 def key_norm(key: str) -> str:
