@@ -36,13 +36,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import json
 import logging
 import os
 import re
 import threading
 import weakref
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -679,7 +680,37 @@ def _schema_validator(schema: dict[str, Any]) -> Any:
     from jsonschema.validators import validator_for
     from referencing import Registry
 
-    return validator_for(schema)(schema, registry=Registry())  # $refs resolve inside it, never fetched
+    checked = _with_bounded_patterns(validator_for(schema))
+    return checked(schema, registry=Registry())  # $refs resolve inside it, never fetched
+
+
+# a server's `pattern` is a regular expression from a party sigform does not trust: matched with a
+# time limit (jsonschema's own check uses `re`, which `^(a+)+$` against 30 characters keeps busy
+# for minutes, in the agent's thread, outside the call's timeout)
+_PATTERN_SECONDS = 0.25
+
+
+@functools.cache
+def _with_bounded_patterns(base: Any) -> Any:
+    import regex
+    from jsonschema import ValidationError
+    from jsonschema.validators import extend
+
+    def pattern(validator: Any, expression: Any, instance: Any, _schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "string"):
+            return
+        try:
+            found = regex.search(expression, instance, timeout=_PATTERN_SECONDS)
+        except TimeoutError:
+            yield ValidationError(
+                f"could not be checked against the server's pattern {shorten(repr(expression), 80)} "
+                f"within {_PATTERN_SECONDS} s (a pattern that backtracks without end): not sent"
+            )
+            return
+        if found is None:
+            yield ValidationError(f"{instance!r} does not match {expression!r}")
+
+    return extend(base, validators={"pattern": pattern})
 
 
 def result_from_mcp(result: Any) -> ToolResult:

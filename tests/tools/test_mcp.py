@@ -229,3 +229,27 @@ def test_injected_descriptions_are_escaped_and_cannot_lift_approval(math_server)
         assert [r.tool_name for r in approver.requests] == ["e_read_file"]
         assert pred.trajectory.calls[0].result.status == "rejected"
         assert "MCP server `evil`" in approver.requests[0].description
+
+
+def test_a_servers_backtracking_pattern_is_checked_under_a_time_limit():
+    # jsonschema checks `pattern` with `re`: ^(a|aa)+$ against 40 a's and a '!' runs for minutes, in
+    # the agent's thread and outside the call's timeout. A server's pattern is untrusted input.
+    import threading
+
+    from sigform.tools.mcp import _schema_validator
+
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|aa)+$"}}}
+    validator = _schema_validator(schema)
+    outcome: list[list[str]] = []
+    worker = threading.Thread(
+        target=lambda: outcome.append([e.message for e in validator.iter_errors({"s": "a" * 40 + "!"})]),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(60)  # a generous cap: the limit is 0.25 s of matching
+    assert outcome, "the pattern check did not end"
+    (message,) = outcome[0]
+    assert "could not be checked against the server's pattern" in message and "not sent" in message
+    # an ordinary pattern still decides
+    assert [e.message for e in validator.iter_errors({"s": "aaa"})] == []
+    assert [e.message for e in validator.iter_errors({"s": "b"})] == ["'b' does not match '^(a|aa)+$'"]
