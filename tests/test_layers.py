@@ -22,12 +22,12 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "sigform._lazy",
         "sigform.files",
-        "sigform.warmup",
         "sigform.settings",
         "sigform.errors",
         "sigform.excerpt",
         "sigform.probes",
         "sigform.message",
+        "sigform.runtime",
     ),
     # contracts every layer speaks: hook events, Completion/Usage/ToolCall/LMProtocol
     ("sigform.hooks", "sigform.hook_events", "sigform.lm.interface"),
