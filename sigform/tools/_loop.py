@@ -20,7 +20,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["background_loop", "inside", "run_on_background_loop"]
+__all__ = ["inside", "run_on_background_loop"]
 
 T = TypeVar("T")
 
@@ -117,8 +117,3 @@ def run_on_background_loop(coro: Coroutine[Any, Any, T]) -> T:
             loop.call_soon_threadsafe(lambda: [t.cancel() for t in started])
         raise
 
-
-def background_loop() -> asyncio.AbstractEventLoop:
-    """The process's background loop (started on first use): for resources that must live on one
-    loop whatever loop or thread their callers use (MCP server connections)."""
-    return _loop().loop

@@ -17,11 +17,11 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from sigform import runtime
 from sigform.tools.process import end_process, end_process_now, spawn
 
 __all__ = ["StdioServer"]
@@ -62,6 +62,21 @@ class StdioServer:
     def stderr_tail(self) -> str:
         return self._stderr.decode("utf-8", "replace").strip()
 
+    def _after_fork(self) -> None:
+        """In a forked child (called by :mod:`sigform.runtime`): point the child's copy of the pipe
+        to the server's stdin at /dev/null, so the server still sees its stdin close when the parent
+        closes it. The fd number stays taken, so nothing else reuses it under the stale pipe object;
+        the child never signals or talks to the server (it remembers the pid that started it)."""
+        if self.stdin_fd is None:
+            return
+        devnull = os.open(os.devnull, os.O_RDWR)
+        try:
+            os.dup2(devnull, self.stdin_fd)
+        except OSError:
+            pass
+        finally:
+            os.close(devnull)
+
     def end_now(self) -> None:
         """End the server without waiting (finalizers, interpreter exit); never a forked child's
         parent's server."""
@@ -76,7 +91,7 @@ class StdioServer:
         proc = self.proc = await spawn(self.argv, self.cwd, self.env, stdin=subprocess.PIPE)
         pipe = proc.stdin.transport.get_extra_info("pipe") if proc.stdin is not None else None
         self.stdin_fd = pipe.fileno() if pipe is not None else None
-        _started.add(self)
+        runtime.forget_after_fork(self)
         read_send, read_recv = anyio.create_memory_object_stream[Any](0)
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
         try:
@@ -167,38 +182,8 @@ class StdioServer:
     async def _stop(self) -> None:
         proc = self.proc
         assert proc is not None
-        _started.discard(self)
         self.stdin_fd = None  # closed below: a later fork must not touch whatever reuses the number
         if proc.stdin is not None:
             proc.stdin.close()
         if not await self._wait_exit(_EXIT_GRACE):
             await end_process(proc)
-
-
-# -- process-wide: kept in one place ------------------------------------------------------------
-# A forked child holds a copy of the pipe to each parent's server's stdin: the server would not see
-# its stdin close when the parent closes it. The child points its copy at /dev/null (keeping the fd
-# numbers taken, so nothing else reuses them under the stale pipe objects) and never signals or
-# talks to those servers (each server remembers the pid that started it).
-_started: weakref.WeakSet[StdioServer] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    servers = list(_started)
-    _started.clear()
-    if not servers:
-        return
-    devnull = os.open(os.devnull, os.O_RDWR)
-    try:
-        for server in servers:
-            if server.stdin_fd is not None:
-                try:
-                    os.dup2(devnull, server.stdin_fd)
-                except OSError:
-                    pass
-    finally:
-        os.close(devnull)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -21,12 +21,13 @@ result maps to sigform's values: text parts to text, images to :class:`sigform.I
 model as image parts), structured content to the value; an ``isError`` result is an error result
 the model reads.
 
-Lifetimes: the connection lives on sigform's background event loop whatever loop or thread calls
-it. A server process started here ends when the ``with`` block ends (or :meth:`~MCPClient.close`),
-when the client is garbage-collected, at interpreter exit, and never in a forked child (the child
-lets go of the parent's servers and gets a clear error if it uses one). A server that dies or hangs
-mid-call gives the call an error naming the server, its exit code and the end of its stderr; the
-agent goes on, and the server's other tools answer with the same error.
+Lifetimes: the connection lives on sigform's background event loop (:mod:`sigform.runtime`),
+whatever loop or thread calls it. A server process started here ends when the ``with`` block ends
+(or :meth:`~MCPClient.close`), when the client is garbage-collected, at interpreter exit, and never
+in a forked child (the child lets go of the parent's servers and gets a clear error if it uses
+one). A server that dies or hangs mid-call gives the call an error naming the server, its exit code
+and the end of its stderr; the agent goes on, and the server's other tools answer with the same
+error.
 
 The SDK (``pip install "sigform[mcp]"``) is imported only when a server is started.
 """
@@ -47,9 +48,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from sigform import runtime
 from sigform.errors import FieldError, MCPServerError, ToolArgumentsError, ToolError
 from sigform.excerpt import shorten
-from sigform.tools import _loop
 from sigform.tools._invoke import run_sync
 from sigform.tools.display import escape_controls
 from sigform.tools.result import ToolResult
@@ -147,7 +148,7 @@ class _Connection:
         """Run the coroutine ``make()`` on the connection's loop and await it from this one
         (cancelling the caller cancels it)."""
         self._check_owner()
-        loop = _loop.background_loop() if self.loop is None else self.loop
+        loop = runtime.loop() if self.loop is None else self.loop
         try:
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -162,7 +163,7 @@ class _Connection:
             raise MCPServerError(f"{self.label} was closed; open a new MCPClient")
         with self.lock:  # callers on several threads start it once
             if self.ready is None:
-                self.loop = _loop.background_loop()
+                self.loop = runtime.loop()
                 self.ready = concurrent.futures.Future()
                 self.done = asyncio.run_coroutine_threadsafe(self._serve(), self.loop)  # type: ignore[assignment]
         if not await _settled(self.ready, timeout):
