@@ -27,6 +27,8 @@ from sigform.lm.interface import LMProtocol
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from sigform.signatures import Signature
+
 __all__ = ["AutoAdapter"]
 
 
@@ -69,7 +71,7 @@ class AutoAdapter(ChatAdapter):
     def loop(
         self,
         lm: LMProtocol,
-        signature: Any,
+        signature: type[Signature],
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
@@ -79,7 +81,7 @@ class AutoAdapter(ChatAdapter):
             return self.json_adapter().loop(lm, signature, demos, inputs, lm_kwargs)  # type: ignore[no-any-return]
         return super().loop(lm, signature, demos, inputs, lm_kwargs)
 
-    def stream_parser(self, signature: Any) -> Any:
+    def stream_parser(self, signature: type[Signature]) -> Any:
         from sigform.adapters.streaming import StreamParser
 
         return StreamParser(signature, "auto")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from sigform.adapters.call_loop import RunState, adrive, attempt, drive, run_loop
 from sigform.adapters.call_plan import PlannedCall, ResponseFormats
@@ -42,6 +42,9 @@ from sigform.adapters.templating import TemplateSet
 from sigform.errors import ParseError, StructureError
 from sigform.hooks import emit
 from sigform.lm.interface import Completion, LMProtocol
+
+if TYPE_CHECKING:
+    from sigform.signatures import Signature
 
 __all__ = ["Adapter", "AdapterOptions", "PlannedCall"]
 
@@ -136,18 +139,18 @@ class Adapter(PromptWriter):
 
     # ---- parsing ---------------------------------------------------------------------------------
 
-    def matcher(self, signature: Any) -> FieldMatcher:
+    def matcher(self, signature: type[Signature]) -> FieldMatcher:
         matcher = self._matchers.get(signature)
         if matcher is None:
             matcher = self._matchers.put(signature, FieldMatcher(signature.output_fields))
         return matcher
 
-    def extract(self, signature: Any, completion: str) -> Extracted:
+    def extract(self, signature: type[Signature], completion: str) -> Extracted:
         """Raw values per output field (own format first, then the others)."""
         return extract(completion, field_views(signature)[1], self.matcher(signature), self.parse_order)
 
     def parse(
-        self, signature: Any, completion: str, *, inputs: Mapping[str, Any] | None = None
+        self, signature: type[Signature], completion: str, *, inputs: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """Typed output values read from ``completion``.
 
@@ -169,7 +172,7 @@ class Adapter(PromptWriter):
         return values
 
     def _parse(
-        self, signature: Any, completion: str, inputs: Mapping[str, Any] | None = None
+        self, signature: type[Signature], completion: str, inputs: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         if not isinstance(completion, str):
             raise StructureError(f"expected the completion text as a str, got {type(completion).__name__}")
@@ -188,7 +191,7 @@ class Adapter(PromptWriter):
             found = echo.merge(self.extract(signature, echo.masked), self.extract(signature, completion))
         return typed_outputs(found, views, self.structure_summary)
 
-    def _parse_plan(self, signature: Any) -> ChatParsePlan | JSONParsePlan | None:
+    def _parse_plan(self, signature: type[Signature]) -> ChatParsePlan | JSONParsePlan | None:
         """The clean-answer fast path for the format read first (with the base class's extraction)."""
         if type(self).extract is not Adapter.extract:
             return None
@@ -210,7 +213,11 @@ class Adapter(PromptWriter):
     # ---- requests --------------------------------------------------------------------------------
 
     def request_kwargs(
-        self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
+        self,
+        lm: LMProtocol,
+        signature: type[Signature],
+        inputs: Mapping[str, Any],
+        lm_kwargs: Mapping[str, Any],
     ) -> dict[str, Any]:
         """Keyword arguments of the LM request. Extension point: subclasses call this first, then
         add ``stop`` or ``response_format``. For a :class:`TextSignature` (tools going natively)
@@ -221,14 +228,14 @@ class Adapter(PromptWriter):
         return kwargs
 
     def response_formats(
-        self, lm: LMProtocol, signature: Any, kwargs: Mapping[str, Any]
+        self, lm: LMProtocol, signature: type[Signature], kwargs: Mapping[str, Any]
     ) -> ResponseFormats | None:
         """The response formats a request with ``kwargs`` tries, read by :meth:`send_request`.
         Extension point: the JSON adapter's schema modes, best first (None: the request as is)."""
         return None
 
     def outputs_from_completion(
-        self, signature: Any, completion: Completion, inputs: Mapping[str, Any] | None = None
+        self, signature: type[Signature], completion: Completion, inputs: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """Typed outputs of one completion. Extension point: with tools going natively (a
         :class:`TextSignature`), the native tool calls fill the ``ToolCalls`` outputs and the
@@ -238,7 +245,11 @@ class Adapter(PromptWriter):
         return self.parse(signature, completion.text, inputs=inputs)
 
     def prompt_signature(
-        self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
+        self,
+        lm: LMProtocol,
+        signature: type[Signature],
+        inputs: Mapping[str, Any],
+        lm_kwargs: Mapping[str, Any],
     ) -> Any:
         """The signature the prompt is written for: ``signature``, or its :class:`TextSignature`
         when tools go natively (``native_tools`` on, ``lm.supports("tools")``, tools given)."""
@@ -275,7 +286,7 @@ class Adapter(PromptWriter):
         return completions
 
     def reask_messages(
-        self, signature: Any, messages: list[Message], completion: Completion, error: ParseError
+        self, signature: type[Signature], messages: list[Message], completion: Completion, error: ParseError
     ) -> list[Message]:
         """The conversation that asks for a corrected answer after value errors."""
         text = self.templates.render(
@@ -295,7 +306,7 @@ class Adapter(PromptWriter):
     def loop(
         self,
         lm: LMProtocol,
-        signature: Any,
+        signature: type[Signature],
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
@@ -307,7 +318,7 @@ class Adapter(PromptWriter):
     def attempt(
         self,
         lm: LMProtocol,
-        signature: Any,
+        signature: type[Signature],
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
@@ -319,7 +330,7 @@ class Adapter(PromptWriter):
         return attempt(self, lm, signature, demos, inputs, lm_kwargs, state)
 
     def finished_completion(
-        self, signature: Any, completion: Completion, kwargs: Mapping[str, Any]
+        self, signature: type[Signature], completion: Completion, kwargs: Mapping[str, Any]
     ) -> Completion:
         """``completion`` as the adapter reads it (XML: with the stop sequence put back)."""
         return completion
@@ -345,7 +356,7 @@ class Adapter(PromptWriter):
     def run(
         self,
         lm: LMProtocol,
-        signature: Any,
+        signature: type[Signature],
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         **lm_kwargs: Any,
@@ -356,7 +367,7 @@ class Adapter(PromptWriter):
     async def arun(
         self,
         lm: LMProtocol,
-        signature: Any,
+        signature: type[Signature],
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         **lm_kwargs: Any,
@@ -367,7 +378,7 @@ class Adapter(PromptWriter):
     def __call__(
         self,
         lm: LMProtocol,
-        signature: Any,
+        signature: type[Signature],
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         **lm_kwargs: Any,
@@ -378,7 +389,7 @@ class Adapter(PromptWriter):
     async def acall(
         self,
         lm: LMProtocol,
-        signature: Any,
+        signature: type[Signature],
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         **lm_kwargs: Any,
@@ -388,7 +399,7 @@ class Adapter(PromptWriter):
 
     # ---- streaming ---------------------------------------------------------------------------------
 
-    def stream_parser(self, signature: Any) -> Any:
+    def stream_parser(self, signature: type[Signature]) -> Any:
         """An incremental parser: ``.feed(text_delta) -> list[FieldDelta]`` as the answer streams."""
         from sigform.adapters.streaming import StreamParser
 

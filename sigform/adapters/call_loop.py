@@ -44,6 +44,7 @@ from sigform.message import Message
 
 if TYPE_CHECKING:
     from sigform.adapters.base import Adapter
+    from sigform.signatures import Signature
 
 __all__ = ["RunState", "adrive", "attempt", "drive", "judge", "routed", "run_loop"]
 
@@ -121,7 +122,7 @@ class RunState:
 def run_loop(
     adapter: Adapter,
     lm: LMProtocol,
-    signature: Any,
+    signature: type[Signature],
     demos: Sequence[Any] | None,
     inputs: Mapping[str, Any],
     lm_kwargs: Mapping[str, Any],
@@ -161,7 +162,7 @@ def run_loop(
 def attempt(
     adapter: Adapter,
     lm: LMProtocol,
-    signature: Any,
+    signature: type[Signature],
     demos: Sequence[Any] | None,
     inputs: Mapping[str, Any],
     lm_kwargs: Mapping[str, Any],
@@ -217,7 +218,7 @@ def text_mode(lm: LMProtocol) -> bool:
 
 def judge(
     adapter: Adapter,
-    signature: Any,
+    signature: type[Signature],
     slot: Slot,
     inputs: Mapping[str, Any] | None = None,
     limit: OutputLimit = NO_LIMIT,
@@ -260,7 +261,7 @@ def judge(
 def _retry_values(
     adapter: Adapter,
     lm: LMProtocol,
-    signature: Any,
+    signature: type[Signature],
     first: PlannedCall,
     kwargs: Mapping[str, Any],
     slot: Slot,

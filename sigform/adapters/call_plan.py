@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from sigform.conversation import Layout
 from sigform.errors import ContextWindowError
 from sigform.lm.interface import Completion, LMProtocol
 from sigform.message import Message
+
+if TYPE_CHECKING:
+    from sigform.signatures import Signature
 
 __all__ = ["CallPlan", "PlannedCall", "ResponseFormats"]
 
@@ -30,7 +33,7 @@ class ResponseFormats:
     a retry of a refused value is strict."""
 
     modes: tuple[str, ...]
-    signature: Any
+    signature: type[Signature]
     lenient: bool = False
 
 

@@ -20,6 +20,8 @@ from sigform.lm.interface import LMProtocol
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from sigform.signatures import Signature
+
 __all__ = ["COMPLETED_MARKER", "ChatAdapter"]
 
 COMPLETED_MARKER = "[[ ## completed ## ]]"
@@ -67,14 +69,18 @@ class ChatAdapter(Adapter):
         return self.neutralise(write_scalar_or_json(self, value, view))
 
     def request_kwargs(
-        self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
+        self,
+        lm: LMProtocol,
+        signature: type[Signature],
+        inputs: Mapping[str, Any],
+        lm_kwargs: Mapping[str, Any],
     ) -> dict[str, Any]:
         kwargs = super().request_kwargs(lm, signature, inputs, lm_kwargs)
         if self.use_stop and "stop" not in kwargs and lm.supports("stop"):
             kwargs["stop"] = [COMPLETED_MARKER]
         return kwargs
 
-    def answer_prefix(self, signature: Any, outputs: Sequence[FieldView]) -> str:
+    def answer_prefix(self, signature: type[Signature], outputs: Sequence[FieldView]) -> str:
         return f"[[ ## {outputs[0].name} ## ]]\n" if outputs else ""
 
     def complete_answer(self, text: str) -> bool:

@@ -36,6 +36,7 @@ from sigform.errors import InputError
 
 if TYPE_CHECKING:
     from sigform.adapters.formatting import PromptWriter
+    from sigform.signatures import Signature
 
 __all__ = ["Document", "label", "write_document"]
 
@@ -78,7 +79,7 @@ def _is_media(value: Any) -> bool:
 
 
 def write_document(
-    writer: PromptWriter, signature: Any, demos: Sequence[Any] | None, inputs: Mapping[str, Any]
+    writer: PromptWriter, signature: type[Signature], demos: Sequence[Any] | None, inputs: Mapping[str, Any]
 ) -> Document:
     """The completion-mode request of ``signature`` (see the module docstring)."""
     in_views, out_views = field_views(signature)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sigform.types.inspection import (
     is_enum_type,
@@ -19,6 +19,15 @@ from sigform.types.inspection import (
     split_optional,
     strip_annotated,
 )
+
+if TYPE_CHECKING:
+    from typing import TypeAlias, Union
+
+    from sigform.adapters.native_tools import TextSignature
+    from sigform.signatures import Signature
+
+    # what adapters read fields from: a signature class, or its text part when tools go natively
+    SignatureView: TypeAlias = Union[type[Signature], TextSignature]
 
 __all__ = ["FieldView", "SigCache", "field_views", "kind_of", "value_kind"]
 
@@ -126,7 +135,7 @@ class SigCache:
         self._by_value: dict[Any, Any] = {}
         self.limit = limit
 
-    def get(self, signature: Any) -> Any:
+    def get(self, signature: SignatureView) -> Any:
         hit = self._by_id.get(id(signature))
         if hit is not None and hit[0] is signature:
             return hit[1]
@@ -138,7 +147,7 @@ class SigCache:
             self._remember(signature, value)
         return value
 
-    def put(self, signature: Any, value: Any) -> Any:
+    def put(self, signature: SignatureView, value: Any) -> Any:
         try:
             self._by_value[signature] = value
         except TypeError:
@@ -146,7 +155,7 @@ class SigCache:
         self._remember(signature, value)
         return value
 
-    def _remember(self, signature: Any, value: Any) -> None:
+    def _remember(self, signature: SignatureView, value: Any) -> None:
         if len(self._by_id) >= self.limit:
             self._by_id.clear()
             self._by_value.clear()
@@ -156,7 +165,7 @@ class SigCache:
 _VIEWS = SigCache()
 
 
-def field_views(signature: Any) -> tuple[tuple[FieldView, ...], tuple[FieldView, ...]]:
+def field_views(signature: SignatureView) -> tuple[tuple[FieldView, ...], tuple[FieldView, ...]]:
     """``(inputs, outputs)`` views of ``signature`` (cached per signature)."""
     hit = _VIEWS.get(signature)
     if hit is None:
@@ -164,7 +173,7 @@ def field_views(signature: Any) -> tuple[tuple[FieldView, ...], tuple[FieldView,
     return hit
 
 
-def _build_views(signature: Any) -> tuple[tuple[FieldView, ...], tuple[FieldView, ...]]:
+def _build_views(signature: SignatureView) -> tuple[tuple[FieldView, ...], tuple[FieldView, ...]]:
     from sigform.types import describe_type, type_name
 
     def view(spec: Any, with_schema: bool) -> FieldView:

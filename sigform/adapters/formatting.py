@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic_core import to_jsonable_python
 
@@ -26,6 +26,10 @@ from sigform.conversation import Layout
 from sigform.hooks import emit
 from sigform.message import Message
 from sigform.types.render import plain_text
+
+if TYPE_CHECKING:
+    from sigform.adapters.native_tools import TextSignature
+    from sigform.signatures import Signature
 
 __all__ = ["PromptWriter"]
 
@@ -63,13 +67,19 @@ class PromptWriter:
         self._demo_caches = SigCache()
 
     def format(
-        self, signature: Any, demos: Sequence[Any] | None = None, inputs: Mapping[str, Any] | None = None
+        self,
+        signature: type[Signature],
+        demos: Sequence[Any] | None = None,
+        inputs: Mapping[str, Any] | None = None,
     ) -> list[Message]:
         """The chat messages for ``signature``, few-shot ``demos`` and ``inputs``."""
         return self.format_with_layout(signature, demos, inputs)[0]
 
     def format_with_layout(
-        self, signature: Any, demos: Sequence[Any] | None = None, inputs: Mapping[str, Any] | None = None
+        self,
+        signature: type[Signature],
+        demos: Sequence[Any] | None = None,
+        inputs: Mapping[str, Any] | None = None,
     ) -> tuple[list[Message], Layout]:
         """:meth:`format`, and which messages are the stable prefix (system, demos) and which
         History turns may be pruned to fit the context window (see :mod:`sigform.conversation`)."""
@@ -96,7 +106,10 @@ class PromptWriter:
     answer_label: ClassVar[str] = ""  # what introduces a record's answer ("JSON:"); "" for none
 
     def document(
-        self, signature: Any, demos: Sequence[Any] | None = None, inputs: Mapping[str, Any] | None = None
+        self,
+        signature: type[Signature],
+        demos: Sequence[Any] | None = None,
+        inputs: Mapping[str, Any] | None = None,
     ) -> Document:
         """The request for a text-completion model: one plain-text few-shot document (see
         :mod:`sigform.adapters.document`)."""
@@ -105,7 +118,7 @@ class PromptWriter:
         emit("format", adapter=self.name, signature=signature, messages=messages)
         return doc
 
-    def document_head(self, signature: Any, outputs: Sequence[FieldView], has_demos: bool) -> str:
+    def document_head(self, signature: type[Signature], outputs: Sequence[FieldView], has_demos: bool) -> str:
         """What comes before the records: the instructions, and without demos, the output fields
         with their descriptions."""
         head = (signature.instructions or "").strip()
@@ -114,16 +127,18 @@ class PromptWriter:
         fields = "\n".join(f"{label(v)}: {v.desc or v.type_name}" for v in outputs)
         return f"{head}\n\nAnswer with:\n{fields}".strip()
 
-    def record_answer(self, signature: Any, views: Sequence[FieldView], values: Mapping[str, Any]) -> str:
+    def record_answer(
+        self, signature: type[Signature], views: Sequence[FieldView], values: Mapping[str, Any]
+    ) -> str:
         """A demo record's answer, in this adapter's answer format."""
         return self.assistant_text(signature, views, values, complete=False).strip()
 
-    def answer_prefix(self, signature: Any, outputs: Sequence[FieldView]) -> str:
+    def answer_prefix(self, signature: type[Signature], outputs: Sequence[FieldView]) -> str:
         """The start of an answer written into the document's cue (the first field's marker): put
         back before the continuation is read. Empty for a format that needs none."""
         return ""
 
-    def demo_messages(self, signature: Any, demos: Sequence[Any]) -> list[Message]:
+    def demo_messages(self, signature: type[Signature], demos: Sequence[Any]) -> list[Message]:
         """The user/assistant messages of ``demos``, rendered once per signature and demo values
         (see :mod:`sigform.adapters.demo_cache`); fresh dicts on every call."""
         data = [demo_to_dict(demo, i) for i, demo in enumerate(demos)]
@@ -149,7 +164,7 @@ class PromptWriter:
             for name in ("system_message", "user_message", "render_input", "_render_user", "_user_pieces")
         )
 
-    def system_message(self, signature: Any) -> str:
+    def system_message(self, signature: type[Signature]) -> str:
         """The system message of ``signature`` (rendered once per signature, then cached)."""
         cached = self._system_cache.get(signature)
         if cached is None:
@@ -161,7 +176,7 @@ class PromptWriter:
                     "native_tools_system",
                     inputs=shown,
                     instructions=signature.instructions,
-                    calls=signature.call_outputs,
+                    calls=cast("TextSignature", signature).call_outputs,
                 )
             else:
                 cached = self.templates.render(
@@ -173,19 +188,19 @@ class PromptWriter:
                 )
             if native and outputs:
                 note = self.templates.render(
-                    "native_tools_note", calls=signature.call_outputs, outputs=outputs
+                    "native_tools_note", calls=cast("TextSignature", signature).call_outputs, outputs=outputs
                 )
                 cached = f"{cached}\n\n{note}"
             self._system_cache.put(signature, cached)
         return cached
 
-    def system_context(self, signature: Any, outputs: Sequence[FieldView]) -> dict[str, Any]:
+    def system_context(self, signature: type[Signature], outputs: Sequence[FieldView]) -> dict[str, Any]:
         """Extra variables for the system template (subclasses add schemas, skeletons, ...)."""
         return {}
 
     def user_message(
         self,
-        signature: Any,
+        signature: type[Signature],
         views: Sequence[FieldView],
         values: Mapping[str, Any],
         *,
@@ -220,7 +235,7 @@ class PromptWriter:
 
     def _render_user(
         self,
-        signature: Any,
+        signature: type[Signature],
         views: Sequence[FieldView],
         texts: Sequence[str],
         main: bool,
@@ -233,7 +248,7 @@ class PromptWriter:
         )
 
     def _user_pieces(
-        self, signature: Any, views: Sequence[FieldView], main: bool, missing: Sequence[str]
+        self, signature: type[Signature], views: Sequence[FieldView], main: bool, missing: Sequence[str]
     ) -> list[str] | None:
         """The user template rendered once with markers in place of values, split around them."""
         per_sig = self._user_cache.get(signature)
@@ -251,13 +266,18 @@ class PromptWriter:
         return pieces
 
     def assistant_text(
-        self, signature: Any, views: Sequence[FieldView], values: Mapping[str, Any], *, complete: bool = True
+        self,
+        signature: type[Signature],
+        views: Sequence[FieldView],
+        values: Mapping[str, Any],
+        *,
+        complete: bool = True,
     ) -> str:
         """An assistant message holding ``values`` of the output fields ``views``."""
         fields = [{"name": v.name, "value": self.render_output(values[v.name], v)} for v in views]
         return self.templates.render("assistant", fields=fields, complete=complete)
 
-    def format_assistant(self, signature: Any, outputs: Mapping[str, Any]) -> str:
+    def format_assistant(self, signature: type[Signature], outputs: Mapping[str, Any]) -> str:
         """The answer text this adapter expects for ``outputs`` (what :meth:`parse` reads back)."""
         views = field_views(signature)[1]
         absent = [v.name for v in views if v.name not in outputs]

@@ -33,6 +33,8 @@ from sigform.lm.model import LM
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from sigform.signatures import Signature
+
 __all__ = ["MODES", "JSONAdapter", "forget_step_downs"]
 
 logger = logging.getLogger("sigform.adapters")
@@ -64,7 +66,7 @@ class JSONAdapter(Adapter):
 
     # ---- formatting ---------------------------------------------------------------------------
 
-    def strict_schema(self, signature: Any, *, lenient: bool = False) -> dict[str, Any]:
+    def strict_schema(self, signature: type[Signature], *, lenient: bool = False) -> dict[str, Any]:
         """The strict JSON schema of the output object (cached per signature); ``lenient``: the
         first request's, with numbers and dates as the text writes them (see ``repair``)."""
         schemas = self._schemas.get(signature)
@@ -78,7 +80,7 @@ class JSONAdapter(Adapter):
             schema = schemas[lenient] = constrained_schema(annotations, lenient=lenient)
         return schema
 
-    def system_context(self, signature: Any, outputs: Any) -> dict[str, Any]:
+    def system_context(self, signature: type[Signature], outputs: Any) -> dict[str, Any]:
         from sigform.types import json_schema
 
         properties = {v.name: json_schema(v.validation_annotation) for v in outputs}
@@ -104,14 +106,14 @@ class JSONAdapter(Adapter):
         return self.jsonable(value)
 
     def assistant_text(
-        self, signature: Any, views: Any, values: Mapping[str, Any], *, complete: bool = True
+        self, signature: type[Signature], views: Any, values: Mapping[str, Any], *, complete: bool = True
     ) -> str:
         obj = {v.name: self.jsonable(values[v.name]) for v in views}
         return self.templates.render("assistant", json=json.dumps(obj, ensure_ascii=False))
 
     answer_label: ClassVar[str] = "JSON:"
 
-    def record_answer(self, signature: Any, views: Any, values: Mapping[str, Any]) -> str:
+    def record_answer(self, signature: type[Signature], views: Any, values: Mapping[str, Any]) -> str:
         obj = {v.name: self.jsonable(values[v.name]) for v in views}
         return f"{self.answer_label} {json.dumps(obj, ensure_ascii=False)}"
 
@@ -137,7 +139,9 @@ class JSONAdapter(Adapter):
         floor = capabilities.best_mode(_model_key(lm), saved=not any(f in declared for f in _DECLARED))
         return [m for m in modes if MODES.index(m) >= floor]
 
-    def response_format(self, mode: str, signature: Any, *, lenient: bool = False) -> dict[str, Any] | None:
+    def response_format(
+        self, mode: str, signature: type[Signature], *, lenient: bool = False
+    ) -> dict[str, Any] | None:
         if mode == "json_schema":
             return {
                 "type": "json_schema",
@@ -154,7 +158,7 @@ class JSONAdapter(Adapter):
         return None
 
     def response_formats(
-        self, lm: LMProtocol, signature: Any, kwargs: Mapping[str, Any]
+        self, lm: LMProtocol, signature: type[Signature], kwargs: Mapping[str, Any]
     ) -> ResponseFormats | None:
         if "response_format" in kwargs or not signature.output_fields:
             return None  # the caller decided, or only native tool calls are asked for
@@ -202,7 +206,7 @@ def _persistable(lm: LMProtocol) -> bool:
     return isinstance(base, str) and base.startswith(("http://", "https://")) and lm.model != "local"
 
 
-def _schema_name(signature: Any) -> str:
+def _schema_name(signature: type[Signature]) -> str:
     name = getattr(signature, "__name__", "") or "outputs"
     clean = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)[:64]
     return clean or "outputs"

@@ -24,6 +24,7 @@ from sigform.message import Message
 
 if TYPE_CHECKING:
     from sigform.adapters.formatting import PromptWriter
+    from sigform.signatures import Signature
 
 __all__ = ["MediaCollector", "assemble", "assemble_with_layout", "demo_to_dict", "render_demos"]
 
@@ -107,7 +108,7 @@ def demo_to_dict(demo: Any, index: int) -> dict[str, Any]:
 
 def _history_turns(
     adapter: PromptWriter,
-    signature: Any,
+    signature: type[Signature],
     view: FieldView,
     value: Any,
     inputs: Sequence[FieldView],
@@ -146,14 +147,14 @@ def _history_turns(
 
 
 def assemble(
-    adapter: PromptWriter, signature: Any, demos: Sequence[Any] | None, inputs: Mapping[str, Any]
+    adapter: PromptWriter, signature: type[Signature], demos: Sequence[Any] | None, inputs: Mapping[str, Any]
 ) -> list[Message]:
     """All messages of one request, in order: system, demos, history turns, the request."""
     return assemble_with_layout(adapter, signature, demos, inputs)[0]
 
 
 def assemble_with_layout(
-    adapter: PromptWriter, signature: Any, demos: Sequence[Any] | None, inputs: Mapping[str, Any]
+    adapter: PromptWriter, signature: type[Signature], demos: Sequence[Any] | None, inputs: Mapping[str, Any]
 ) -> tuple[list[Message], Layout]:
     """:func:`assemble`, and the request's :class:`~sigform.conversation.Layout`: system and
     demos are the stable prefix, each History entry (a tool call with its results) one prunable
@@ -180,7 +181,9 @@ def assemble_with_layout(
     return messages, Layout(prefix, tuple(units))
 
 
-def render_demos(adapter: PromptWriter, signature: Any, demos: Sequence[Mapping[str, Any]]) -> list[Message]:
+def render_demos(
+    adapter: PromptWriter, signature: type[Signature], demos: Sequence[Mapping[str, Any]]
+) -> list[Message]:
     """The user/assistant message pairs of ``demos`` (dicts of field values), in order; a demo
     without an input or an output is an error, an incomplete one is marked with a note."""
     in_views, out_views = field_views(signature)

@@ -38,12 +38,15 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sigform.adapters.fields import SigCache
 from sigform.errors import FieldError, InputError, StructureError
 from sigform.lm.interface import Completion, LMProtocol
 from sigform.types.inspection import args_of, origin_of, split_optional, strip_annotated
+
+if TYPE_CHECKING:
+    from sigform.signatures import Signature
 
 __all__ = [
     "TextSignature",
@@ -140,7 +143,7 @@ class TextSignature:
 class _Fields:
     __slots__ = ("call_outputs", "text", "tool_inputs")
 
-    def __init__(self, signature: Any) -> None:
+    def __init__(self, signature: type[Signature]) -> None:
         self.tool_inputs = tuple(
             n for n, s in signature.input_fields.items() if is_tool_annotation(s.annotation)
         )
@@ -155,24 +158,26 @@ class _Fields:
 _FIELDS = SigCache()
 
 
-def _fields(signature: Any) -> _Fields:
+def _fields(signature: type[Signature]) -> _Fields:
     hit = _FIELDS.get(signature)
     if hit is None:
         hit = _FIELDS.put(signature, _Fields(signature))
     return hit
 
 
-def tool_inputs(signature: Any) -> tuple[str, ...]:
+def tool_inputs(signature: type[Signature]) -> tuple[str, ...]:
     """Names of the input fields typed with tools (``Tool`` or a list of them)."""
     return _fields(signature).tool_inputs
 
 
-def tool_call_outputs(signature: Any) -> tuple[str, ...]:
+def tool_call_outputs(signature: type[Signature]) -> tuple[str, ...]:
     """Names of the output fields typed :class:`~sigform.types.ToolCalls`."""
     return _fields(signature).call_outputs
 
 
-def request_tools(signature: Any, inputs: Mapping[str, Any], extra: Any = None) -> list[dict[str, Any]]:
+def request_tools(
+    signature: type[Signature], inputs: Mapping[str, Any], extra: Any = None
+) -> list[dict[str, Any]]:
     """The request's ``tools``: every tool in the tool inputs (in field order), then ``extra``
     (a caller's own ``tools=[...]`` option, tool objects or OpenAI-shaped dicts). A name given
     twice is an :class:`~sigform.errors.InputError`: the model could not tell the two apart."""
@@ -195,7 +200,7 @@ def request_tools(signature: Any, inputs: Mapping[str, Any], extra: Any = None) 
 
 
 def native_signature(
-    lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
+    lm: LMProtocol, signature: type[Signature], inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
 ) -> TextSignature | None:
     """The :class:`TextSignature` to write the prompt for when the call goes natively, else ``None``."""
     found = _fields(signature)

@@ -16,10 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sigform.adapters.fields import field_views
 from sigform.errors import FieldError
+
+if TYPE_CHECKING:
+    from sigform.signatures import Signature
 
 __all__ = [
     "LIMIT_KEYS",
@@ -51,7 +54,7 @@ class OutputLimit:
     source: Literal["default", "yours", "none"]
 
 
-def default_output_limit(signature: Any) -> int:
+def default_output_limit(signature: type[Signature]) -> int:
     """The default ``max_tokens`` for ``signature``: 24 tokens per scalar output field, 256 per
     text field, 512 per list/dict/model field, plus 32."""
     total = _ANSWER_OVERHEAD
@@ -65,7 +68,7 @@ def default_output_limit(signature: Any) -> int:
     return total
 
 
-def resolve_output_limit(lm: Any, signature: Any, lm_kwargs: Mapping[str, Any]) -> OutputLimit:
+def resolve_output_limit(lm: Any, signature: type[Signature], lm_kwargs: Mapping[str, Any]) -> OutputLimit:
     """The limit for a request of ``signature`` to ``lm`` with the program/call ``lm_kwargs``."""
     for source in (lm_kwargs, getattr(lm, "kwargs", None) or {}):
         for key in LIMIT_KEYS:

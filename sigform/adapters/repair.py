@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from sigform.adapters.base import Adapter
     from sigform.adapters.call_plan import ResponseFormats
     from sigform.adapters.json_adapter import JSONAdapter
+    from sigform.signatures import Signature
 
 __all__ = [
     "DATE_PATTERN",
@@ -123,7 +124,7 @@ class RepairPlan:
     def __init__(self) -> None:
         self._subsets = SigCache()
 
-    def failing_signature(self, signature: Any, failing: Sequence[str]) -> Any:
+    def failing_signature(self, signature: type[Signature], failing: Sequence[str]) -> Any:
         """``signature`` with only the ``failing`` outputs (cached per signature and subset)."""
         per_sig = self._subsets.get(signature)
         if per_sig is None:
@@ -141,7 +142,7 @@ class RepairPlan:
     def messages(
         self,
         adapter: Adapter,
-        signature: Any,
+        signature: type[Signature],
         messages: list[Message],
         answer: str,
         error: ParseError,
@@ -153,7 +154,7 @@ class RepairPlan:
 
     @staticmethod
     def kept_values(
-        adapter: Adapter, signature: Any, completion: Completion, failing: Sequence[str]
+        adapter: Adapter, signature: type[Signature], completion: Completion, failing: Sequence[str]
     ) -> dict[str, Any]:
         """The values of the first answer that validated (every output but ``failing``)."""
         from sigform.types import coerce_fields
@@ -165,7 +166,9 @@ class RepairPlan:
         )
 
     @staticmethod
-    def merge(signature: Any, kept: Mapping[str, Any], fixed: Mapping[str, Any]) -> dict[str, Any]:
+    def merge(
+        signature: type[Signature], kept: Mapping[str, Any], fixed: Mapping[str, Any]
+    ) -> dict[str, Any]:
         return {name: (fixed[name] if name in fixed else kept[name]) for name in signature.output_fields}
 
 

@@ -25,6 +25,7 @@ from sigform.message import Message
 
 if TYPE_CHECKING:
     from sigform.adapters.formatting import PromptWriter
+    from sigform.signatures import Signature
 
 __all__ = ["RequestPlan", "build_request_plan"]
 
@@ -68,7 +69,7 @@ class RequestPlan:
         ]
 
 
-def build_request_plan(adapter: PromptWriter, signature: Any) -> RequestPlan | None:
+def build_request_plan(adapter: PromptWriter, signature: type[Signature]) -> RequestPlan | None:
     """The plan of ``signature``'s requests, or ``None`` when they need the generic path."""
     if adapter.templates.overridden or not adapter.standard_formatting():
         return None

@@ -17,7 +17,7 @@ stream ends.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 import regex
 
@@ -26,6 +26,9 @@ from sigform.adapters.names import FieldMatcher, norm_name
 from sigform.adapters.stream_readers import READERS, Snapshot
 from sigform.adapters.stream_text import FieldProgress, TextAt, text_of
 from sigform.adapters.xml_scan import decode_text
+
+if TYPE_CHECKING:
+    from sigform.signatures import Signature
 
 __all__ = ["FieldDelta", "StreamParser"]
 
@@ -204,7 +207,7 @@ _SNAPSHOTS = {"chat": _chat_snapshot, "json": _json_snapshot, "xml": _xml_snapsh
 class StreamParser:
     """Incremental field parser for one streamed completion (see the module docstring)."""
 
-    def __init__(self, signature: Any, fmt: str) -> None:
+    def __init__(self, signature: type[Signature], fmt: str) -> None:
         if fmt not in _SNAPSHOTS:
             raise ValueError(f"no stream parser for format {fmt!r}; expected one of {sorted(_SNAPSHOTS)}")
         self.signature = signature

@@ -23,6 +23,8 @@ from sigform.lm.interface import LMProtocol
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from sigform.signatures import Signature
+
 __all__ = ["TwoStepAdapter"]
 
 _RESPONSE_FIELD = "response"
@@ -77,13 +79,13 @@ class TwoStepAdapter(Adapter):
         return self.neutralise(write_scalar_or_json(self, value, view))
 
     def parse(
-        self, signature: Any, completion: str, *, inputs: Mapping[str, Any] | None = None
+        self, signature: type[Signature], completion: str, *, inputs: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """Read the fields when the text already holds them (``field: value`` lines, as in demos,
         or any structured format); a free-form answer needs the extraction call (:meth:`run`)."""
         return super().parse(signature, completion, inputs=inputs)
 
-    def extraction_signature(self, signature: Any) -> Any:
+    def extraction_signature(self, signature: type[Signature]) -> Any:
         """``response -> <the outputs>``: what the extraction call answers."""
         cached = self._extract_sigs.get(signature)
         if cached is None:
@@ -110,7 +112,7 @@ class TwoStepAdapter(Adapter):
     def attempt(
         self,
         lm: LMProtocol,
-        signature: Any,
+        signature: type[Signature],
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],

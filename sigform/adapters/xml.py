@@ -33,6 +33,8 @@ from sigform.lm.interface import Completion, LMProtocol
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from sigform.signatures import Signature
+
 __all__ = ["XMLAdapter"]
 
 _NAME_RE = regex.compile(r"\A[A-Za-z_][\w.\-]{0,80}\Z")
@@ -55,13 +57,13 @@ class XMLAdapter(Adapter):
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "use_stop": self.use_stop}
 
-    def stop_tag(self, signature: Any) -> str | None:
+    def stop_tag(self, signature: type[Signature]) -> str | None:
         """The closing tag that ends an answer (the last output's), or ``None`` when an element
         nested in some output carries the same name (stopping there would cut the answer)."""
         stops = self.stop_sequences(signature)
         return stops[0] if stops else None
 
-    def stop_sequences(self, signature: Any) -> list[str]:
+    def stop_sequences(self, signature: type[Signature]) -> list[str]:
         """The stop sequences that end an answer: the last output's closing tag, then its
         self-closing forms without the ``<`` (left out where another element's name ends with
         the last one's: ``<other_due_date/>`` would match them); empty when no stop is safe."""
@@ -82,7 +84,11 @@ class XMLAdapter(Adapter):
         return list(cached)
 
     def request_kwargs(
-        self, lm: LMProtocol, signature: Any, inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
+        self,
+        lm: LMProtocol,
+        signature: type[Signature],
+        inputs: Mapping[str, Any],
+        lm_kwargs: Mapping[str, Any],
     ) -> dict[str, Any]:
         kwargs = super().request_kwargs(lm, signature, inputs, lm_kwargs)
         stops = self.stop_sequences(signature) if self.use_stop and signature.output_fields else []
@@ -91,7 +97,7 @@ class XMLAdapter(Adapter):
         return kwargs
 
     def finished_completion(
-        self, signature: Any, completion: Completion, kwargs: Mapping[str, Any]
+        self, signature: type[Signature], completion: Completion, kwargs: Mapping[str, Any]
     ) -> Completion:
         """``completion`` with our stop sequence put back when it ended the answer: the closing
         tag when the last element was opened after every closing of it and is still open; the
@@ -113,7 +119,7 @@ class XMLAdapter(Adapter):
         # may carry one (an LM echoing it would hand the parser a forged field)
         return escape_text(neutralise_markers(text))
 
-    def system_context(self, signature: Any, outputs: Any) -> dict[str, Any]:
+    def system_context(self, signature: type[Signature], outputs: Any) -> dict[str, Any]:
         skeletons = [self._skeleton(v.name, v.annotation, 0) for v in outputs if v.kind in ("list", "model")]
         return {"skeletons": skeletons}
 
@@ -169,12 +175,12 @@ class XMLAdapter(Adapter):
         return f"<{name}>{escape_text(render_value(value, annotation))}</{name}>"
 
     def assistant_text(
-        self, signature: Any, views: Any, values: Mapping[str, Any], *, complete: bool = True
+        self, signature: type[Signature], views: Any, values: Mapping[str, Any], *, complete: bool = True
     ) -> str:
         fields = [{"name": v.name, "value": self.render_output(values[v.name], v)} for v in views]
         return self.templates.render("assistant", fields=fields, complete=complete)
 
-    def answer_prefix(self, signature: Any, outputs: Sequence[FieldView]) -> str:
+    def answer_prefix(self, signature: type[Signature], outputs: Sequence[FieldView]) -> str:
         # the tag's name without its end: the model closes it as `>value` or, for null, `/>`
         return f"<{outputs[0].name}" if outputs else ""
 
