@@ -172,7 +172,7 @@ def errors_after_cut(errors: list[FieldError], text: str) -> tuple[list[FieldErr
     were never reached (a cut-off JSON object is not read at all, so every field looked missing
     while the raw text held some of them). Also returns how many fields were read before the cut."""
     from sigform.excerpt import shorten
-    from sigform.types.coercion._text import key_norm
+    from sigform.types.coercion import key_norm
 
     done, cut = read_before_cut(text) if "{" in text else ({}, None)
     by_norm = {key_norm(k): v for k, v in done.items()}

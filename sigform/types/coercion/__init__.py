@@ -18,11 +18,12 @@ from sigform.errors import FieldError, FieldValueError
 from sigform.excerpt import shorten
 from sigform.probes import probe
 from sigform.types.coercion._plan import Invalid, adapter_for, plan_for
+from sigform.types.coercion._text import key_norm
 from sigform.types.coercion._union import pydantic_message
 from sigform.types.names import type_name
 from sigform.types.unicode_text import lone_surrogate
 
-__all__ = ["FieldCoercer", "coerce", "coerce_fields", "field_error"]
+__all__ = ["FieldCoercer", "coerce", "coerce_fields", "field_error", "key_norm"]
 
 # tests flip this to surface internal bugs instead of wrapping them as parse errors
 _RERAISE_INTERNAL = False
