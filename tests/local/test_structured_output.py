@@ -41,7 +41,9 @@ DEMOS = [
 def test_json_adapter_steps_down_to_schema_constrained_json_object(
     server: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    lm = sf.LM("local", cache=False)
+    # the chat route's response_format step-down: the embedded base model is asked in text mode by
+    # default (a grammar on /completions), so this test names the chat mode it is about
+    lm = sf.LM("local", cache=False, model_type="chat")
     extract = sf.Predict(
         "text -> name: str, age: int",
         demos=DEMOS,
@@ -118,7 +120,10 @@ def test_the_server_as_an_unknown_openai_compatible_endpoint_is_discovered(serve
     server = local.ensure_server()
 
     def extract() -> sf.Predict:
-        lm = sf.LM(f"openai/{local.MODEL_NAME}", api_base=server, api_key="local", cache=False)
+        # chat: a server this process started is known to be a base model (text mode) otherwise
+        lm = sf.LM(
+            f"openai/{local.MODEL_NAME}", api_base=server, api_key="local", cache=False, model_type="chat"
+        )
         return sf.Predict(
             "text -> name: str, age: int", demos=DEMOS, adapter=sf.JSONAdapter(), lm=lm, temperature=0,
             max_tokens=60,
