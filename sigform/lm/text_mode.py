@@ -70,7 +70,9 @@ def completion_params(params: dict[str, Any], grammar: bool) -> dict[str, Any]:
     schema = _schema_of(fmt)
     if schema is not None:
         if grammar:
-            out["grammar"] = gbnf_of(json.dumps(schema, sort_keys=True))
+            # the schema's own property order: the grammar writes the fields in the order the
+            # demos show them (sorted keys made the model write `currency` before `vendor`)
+            out["grammar"] = gbnf_of(json.dumps(schema))
         else:
             out["json_schema"] = schema
     return out

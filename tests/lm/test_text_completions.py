@@ -167,6 +167,17 @@ def test_a_schema_becomes_the_servers_constraint() -> None:
     assert completion_params({"response_format": {"type": "json_object"}}, grammar=False) == {}
 
 
+def test_the_grammar_keeps_the_fields_in_the_signatures_order() -> None:
+    # the demos show the fields in the signature's order; a grammar with sorted keys made the
+    # base model write `currency` before `vendor` (dev split: events 8% -> 33% right once fixed)
+    pytest.importorskip("llama_cpp")
+    props = {"vendor": {"type": "string"}, "total": {"type": "number"}, "currency": {"type": "string"}}
+    schema = {"type": "object", "properties": props, "required": list(props)}
+    grammar = completion_params({"response_format": {"type": "json_object", "schema": schema}}, grammar=True)
+    root = next(line for line in grammar["grammar"].splitlines() if line.startswith("value-root ::="))
+    assert root.index("vendor-kv") < root.index("total-kv") < root.index("currency-kv")
+
+
 def test_a_conversation_becomes_plain_turns() -> None:
     assert prompt_of([{"role": "user", "content": DOC}]) == DOC
     turns = [
