@@ -21,7 +21,7 @@ from benchmarks.common import DSPY_VERSION, Section, ensure_dspy_venv, venv_pyth
 
 NAMES = (
     "import", "first_call", "format_parse", "e2e_call", "throughput", "memory", "corpus", "adversarial_parse",
-    "stream_parse", "ray_scale", "mcp", "local_model", "real_suite", "fewshot",
+    "adversarial_coerce", "stream_parse", "ray_scale", "mcp", "local_model", "real_suite", "fewshot",
 )
 LOCAL = ("local_model", "real_suite", "fewshot")  # on the embedded model: only with --local
 DEFAULT = tuple(n for n in NAMES if n not in LOCAL)
@@ -44,6 +44,8 @@ class Options:
     ray_rows: int = 5_000
     adversarial_sizes: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
     adversarial_repeats: int = 3
+    coerce_size: int = 1_000_000
+    coerce_repeats: int = 5
     stream_sizes: tuple[int, ...] = (10_000, 100_000, 400_000, 1_000_000)
     mcp_rounds: int = 7
     log: Callable[[str], None] = field(default=print)
@@ -53,8 +55,8 @@ class Options:
         base = cls(
             import_repeats=1, first_call_repeats=1, format_repeats=5, format_rounds=1, e2e_calls=3,
             e2e_rounds=1, e2e_litellm_calls=2, throughput_calls=20, throughput_rounds=1, memory_calls=30,
-            adversarial_sizes=(1_000, 10_000), adversarial_repeats=1, ray_rows=200, stream_sizes=(1_000,),
-            mcp_rounds=1,
+            adversarial_sizes=(1_000, 10_000), adversarial_repeats=1, coerce_size=10_000, coerce_repeats=1,
+            ray_rows=200, stream_sizes=(1_000,), mcp_rounds=1,
         )
         for key, value in overrides.items():
             setattr(base, key, value)
@@ -63,6 +65,7 @@ class Options:
 
 def _runners(opts: Options, dspy_python: Path | None) -> dict[str, Callable[[], Section]]:
     from benchmarks import (
+        adversarial_coerce,
         adversarial_parse,
         corpus,
         e2e_call,
@@ -90,6 +93,7 @@ def _runners(opts: Options, dspy_python: Path | None) -> dict[str, Callable[[], 
         "memory": lambda: memory.run(opts.memory_calls, with_dspy),
         "corpus": lambda: corpus.run(with_dspy),
         "adversarial_parse": lambda: adversarial_parse.run(opts.adversarial_sizes, opts.adversarial_repeats),
+        "adversarial_coerce": lambda: adversarial_coerce.run(opts.coerce_size, opts.coerce_repeats),
         "stream_parse": lambda: stream_parse.run(opts.stream_sizes),
         "ray_scale": lambda: ray_scale.run(opts.ray_rows),
         "mcp": lambda: mcp_overhead.run(opts.mcp_rounds),

@@ -46,6 +46,8 @@ class _ChoiceNode(Node):
     def _index(self) -> None:
         # tier tables: text form -> list of canonical values
         self.tiers: list[dict[str, list[Any]]] = [{}, {}, {}]
+        # the longest text that can still hold an allowed value: a short label, blanks, the value
+        self.max_text = 200 + 4 * max((len(f) for _, forms in self._options() for f in forms), default=0)
         for canonical, forms in self._options():
             for form in forms:
                 for tier, key in enumerate((form, form.casefold(), _loose(form))):
@@ -77,8 +79,9 @@ class _ChoiceNode(Node):
         cleaned, inner = _scalar_text(value, name, self)
         if cleaned is None:  # the text was a JSON wrapper (["gold"], {"value": "gold"})
             return self.convert(inner, name, False)
-        hit = self.match_text(cleaned)
-        if hit is _MISSING:
+        # a longer text is no choice: never case-folded or normalised whole (1 MB: 9 passes)
+        hit = self.match_text(cleaned) if len(cleaned) <= self.max_text else _MISSING
+        if hit is _MISSING and len(cleaned) <= self.max_text:
             hit = self.match_after_label(cleaned)
         if hit is _MISSING:
             raise Invalid(

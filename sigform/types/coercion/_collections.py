@@ -8,8 +8,10 @@ fails the whole value (with its index in the error).
 
 from __future__ import annotations
 
+import itertools
 import re
 import textwrap
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import regex
@@ -28,7 +30,7 @@ from sigform.types.coercion._text import (
     unwrap_quotes,
 )
 
-__all__ = ["DictNode", "SeqNode", "TupleNode", "split_items"]
+__all__ = ["DictNode", "SeqNode", "TupleNode", "iter_items", "split_items"]
 
 _MARKER = re.compile(r"\A(?:[-*\u2022+]|\d{1,3}[.)]|\(\d{1,3}\))\s+(.*)\Z", re.S)
 # lettered items, a) b) c) / (a) (b) / a. b.: only read as markers when they run a, b, c, ...
@@ -39,26 +41,59 @@ _THOUSANDS = regex.compile(
 )
 
 
-def _lines(text: str) -> list[str]:
-    return [line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line.strip()]
+_LINE_TEXT = re.compile(r"\S[^\n]*")  # from a line's first non-blank character to its end
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The non-blank lines of ``text``, read lazily: a reader that fails at its first bad line
+    never splits the rest (1 MB of lines was split and matched whole before the first item)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    for m in _LINE_TEXT.finditer(text):
+        yield text[text.rfind("\n", 0, m.start()) + 1 : m.end()]
 
 
 def split_items(text: str, numeric: bool) -> list[str]:
     """Split free text into item texts; raises :class:`Invalid` when there is no single reading."""
+    return list(iter_items(text, numeric))
+
+
+def iter_items(text: str, numeric: bool) -> Iterator[str]:
+    """The item texts of free text, one at a time (a bad item ends the reading before the rest
+    is split); raises :class:`Invalid` when there is no single reading.
+
+    Bullet or numbered lines, plain lines (or ``a)`` ``b)`` lettered ones), or one line of
+    comma / semicolon separated values. A list whose lines are not all marked or all plain
+    mixes items and other text (an intro line ending in ``:`` before marked lines excepted)."""
     lines = _lines(text)
-    if not lines:
+    head = list(itertools.islice(lines, 27))  # lettered lists run a) to z): at most 26 lines
+    if not head:
         raise Invalid("the value is empty")
-    marked = [_MARKER.match(line.strip()) for line in lines]
-    if len(lines) > 1 or marked[0]:
-        if not marked[0] and lines[0].rstrip().endswith(":") and len(lines) > 1 and all(marked[1:]):
-            marked, lines = marked[1:], lines[1:]  # "The symptoms are:" intro line
-        if all(marked):
-            return [m.group(1).strip() for m in marked if m]
-        if not any(marked):
-            lettered = _lettered(lines)
-            return lettered if lettered is not None else [line.strip() for line in lines]
-        raise Invalid("the list mixes items and other text")
-    line = lines[0].strip()
+    first = _MARKER.match(head[0].strip())
+    if len(head) == 1 and not first:
+        yield from _one_line_items(head[0].strip(), numeric)
+        return
+    if not first and head[0].rstrip().endswith(":") and _MARKER.match(head[1].strip()):
+        head = head[1:]  # "The symptoms are:" intro line
+        first = _MARKER.match(head[0].strip())
+    rest = itertools.chain(head, lines)
+    if first:
+        for line in rest:
+            m = _MARKER.match(line.strip())
+            if m is None:
+                raise Invalid("the list mixes items and other text")
+            yield m.group(1).strip()
+        return
+    lettered = _lettered(head) if len(head) <= 26 else None
+    if lettered is not None and not any(_MARKER.match(line.strip()) for line in head):
+        yield from lettered
+        return
+    for line in rest:
+        if _MARKER.match(line.strip()):
+            raise Invalid("the list mixes items and other text")
+        yield line.strip()
+
+
+def _one_line_items(line: str, numeric: bool) -> list[str]:
     if numeric:
         if _THOUSANDS.fullmatch(line):
             raise Invalid(f"{line!r} is ambiguous: one number with a thousands separator, or a list?")
@@ -103,7 +138,7 @@ def _record_items(text: str) -> list[str] | None:
     Every item starts at the same indentation with a marker and a ``key:``; its other lines are
     indented deeper and are dedented together (nested structure keeps its relative indent).
     """
-    lines = _lines(text)
+    lines = list(_lines(text))
     first = _RECORD_ITEM.match(lines[0])
     if first is None:
         return None
@@ -140,6 +175,14 @@ def _key_line(line: str) -> tuple[str, str] | None:
         if found is not None:
             return found
     return _split_key(line, 0)
+
+
+def _key_pair(line: str) -> tuple[str, str]:
+    """``(key, value)`` of a dict's ``key: value`` line, else :class:`Invalid`."""
+    m = _key_line(line.strip())
+    if m is None:
+        raise Invalid(f"expected `key: value` lines; cannot read {line.strip()[:40]!r}")
+    return unwrap_quotes(m[0].strip().strip("*").strip()), m[1].strip()
 
 
 def _split_key(line: str, start: int) -> tuple[str, str] | None:
@@ -183,7 +226,7 @@ class SeqNode(Node):
                     raise Invalid("expected a JSON list of objects")
                 return self._items(records, item, name, True)
             numeric = isinstance(item, (IntNode, FloatNode))
-            return self._items(split_items(s, numeric), item, name, True)
+            return self._items(iter_items(s, numeric), item, name, True)
         if isinstance(value, (list, tuple, set, frozenset)):
             return self._items(value, item, name, False)
         if isinstance(value, dict):
@@ -319,19 +362,20 @@ class DictNode(Node):
                 return self.convert(value[0], name, False)
         raise Invalid(f"expected an object, got {describe_seen(value)}")
 
-    def _lines(self, text: str) -> list[tuple[str, str]]:
+    def _lines(self, text: str) -> Iterator[tuple[str, str]]:
+        """The ``(key, value)`` texts of ``key: value`` lines, one at a time (the first bad line
+        ends the reading). Past the first 64 lines each distinct line is read once: a line
+        repeated word for word is one pair given twice (200,000 copies of `k: 1` took 0.7 s,
+        one Python step each); the first 64 come again then, the same pairs given twice."""
         if not text:
             raise Invalid("the value is empty")
-        pairs: list[tuple[str, str]] = []
-        for line in _lines(text):
-            m = _key_line(line.strip())
-            if m is None:
-                raise Invalid(f"expected `key: value` lines; cannot read {line.strip()[:40]!r}")
-            key = unwrap_quotes(m[0].strip().strip("*").strip())
-            pairs.append((key, m[1].strip()))
-        return pairs
+        lines = _lines(text)
+        yield from map(_key_pair, itertools.islice(lines, 64))
+        if next(lines, None) is not None:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+            yield from map(_key_pair, _lines("\n".join(dict.fromkeys(text.split("\n")))))
 
-    def _pairs(self, pairs: list[tuple[Any, Any]], name: str, text: bool) -> dict[Any, Any]:
+    def _pairs(self, pairs: Iterable[tuple[Any, Any]], name: str, text: bool) -> dict[Any, Any]:
         knode, vnode = self.kv_nodes()
         value_name = value_namer(name)
         out: dict[Any, Any] = {}

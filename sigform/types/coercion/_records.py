@@ -28,6 +28,10 @@ from sigform.types.inspection import is_model_type, is_typeddict_type
 __all__ = ["RecordNode"]
 
 _KEY_WORDS = re.compile(r"[A-Za-z_][\w \-]{0,60}")
+# one-key objects (`{"vehicle": {...}}`, `answer: {...}`) and JSON strings unwrapped around one
+# record: each layer read from text re-reads all of it, so a run of `answer: ` labels cost a
+# pass per label (1 MB: ~500 passes, 1.3 s) before this bound
+_MAX_WRAPPERS = 4
 
 
 def yaml_key(line: str) -> tuple[str, str] | None:
@@ -148,9 +152,9 @@ class RecordNode(Node):
         if self.instance_type is not None and isinstance(value, self.instance_type):
             return value
         if isinstance(value, dict):
-            return self._from_dict(value, False)
+            return self._from_dict(value, False, 0)
         if isinstance(value, str):
-            return self._from_text(value)
+            return self._from_text(value, 0)
         # the one-element array wrapper of the parse spec: exactly one object, nothing else (a bare
         # string, number or nested list inside is not an object, so it is not read as one)
         if isinstance(value, list) and len(value) == 1:
@@ -162,7 +166,17 @@ class RecordNode(Node):
             raise Invalid(f"expected an object ({self.type_label}), got a list holding {describe_seen(item)}")
         raise Invalid(f"expected an object ({self.type_label}), got {describe_seen(value)}")
 
-    def _from_text(self, value: str) -> Any:
+    def _unwrap(self, key: Any, wrappers: int) -> int:
+        """The wrapper count after one more layer (``key``'s object or a JSON string)."""
+        if wrappers >= _MAX_WRAPPERS:
+            around = f" (`{key}`)" if isinstance(key, str) else ""
+            raise Invalid(
+                f"expected an object ({self.type_label}); none of its fields were found, only "
+                f"one-key objects or quoted text nested more than {_MAX_WRAPPERS} deep{around}"
+            )
+        return wrappers + 1
+
+    def _from_text(self, value: str, wrappers: int) -> Any:
         s = strip_fence(value.strip())
         if not s:
             raise Invalid("the value is empty")
@@ -172,54 +186,67 @@ class RecordNode(Node):
             except ValueError:
                 inner = None
             if isinstance(inner, str):
-                return self._from_text(inner)
+                return self._from_text(inner, self._unwrap(None, wrappers))
         if s[0] in "{[":
-            return self.convert(parse_json(s), "", False)
+            return self._from_json(parse_json(s), wrappers)
         start = s.find("{")
         if start > 0:
             first = yaml_key(s.split("\n", 1)[0].strip())
             if first is None or self.lookup(first[0]) is None:
                 # prose (or an inner fence) before the JSON object
                 end = s.rfind("}")
-                return self.convert(parse_json(s[start : end + 1] if end > start else s[start:]), "", False)
-        return self._from_dict(self._yaml(s), True)
+                return self._from_json(parse_json(s[start : end + 1] if end > start else s[start:]), wrappers)
+        return self._from_dict(self._yaml(s), True, wrappers)
+
+    def _from_json(self, value: Any, wrappers: int) -> Any:
+        if isinstance(value, dict):
+            return self._from_dict(value, False, wrappers)
+        return self.convert(value, "", False)
 
     def _yaml(self, text: str) -> dict[str, str]:
+        first = text.partition("\n")[0].strip()  # ``text`` is stripped: not blank
+        if yaml_key(first) is None and not first.endswith(":"):
+            raise self._not_yaml(first)  # before the whole text is split into lines
         entries: list[tuple[str, list[str]]] = []
+        keys: set[str] = set()
         base: int | None = None
         for raw in text.replace("\r\n", "\n").split("\n"):
             stripped = raw.strip()
             indent = len(raw) - len(raw.lstrip())
-            m = yaml_key(stripped) if stripped else None
-            if m and (base is None or indent <= base):
+            # a line indented past the first key belongs to the entry above: not read as a key
+            m = yaml_key(stripped) if stripped and (base is None or indent <= base) else None
+            if m:
+                if m[0] in keys:  # at once: the rest of a long text is never read
+                    raise Invalid(f"field {m[0]!r} is given twice")
+                keys.add(m[0])
                 base = indent if base is None else base
                 entries.append((m[0], [m[1]]))
             elif entries:
                 entries[-1][1].append(raw)
             elif stripped and not stripped.endswith(":"):
-                raise Invalid(
-                    f"expected a JSON object or `field: value` lines for {self.type_label}; "
-                    f"cannot read {stripped[:40]!r}"
-                )
+                raise self._not_yaml(stripped)
         if not entries:
             raise Invalid(f"expected a JSON object or `field: value` lines for {self.type_label}")
         out: dict[str, str] = {}
         for key, lines in entries:
             body = lines[0] + ("\n" + textwrap.dedent("\n".join(lines[1:])) if len(lines) > 1 else "")
-            if key in out:
-                raise Invalid(f"field {key!r} is given twice")
             out[key] = body.strip()
         return out
 
-    def _from_dict(self, data: dict[Any, Any], text: bool) -> dict[str, Any]:
+    def _not_yaml(self, line: str) -> Invalid:
+        return Invalid(
+            f"expected a JSON object or `field: value` lines for {self.type_label}; cannot read {line[:40]!r}"
+        )
+
+    def _from_dict(self, data: dict[Any, Any], text: bool, wrappers: int) -> dict[str, Any]:
         fields = self.fields()
         if len(data) == 1:  # {"vehicle": {...}}: one key that is not a field, around the object
             ((key, inner),) = data.items()
             if self.lookup(key) is None:
                 if isinstance(inner, dict):
-                    return self._from_dict(inner, False)
+                    return self._from_dict(inner, False, self._unwrap(key, wrappers))
                 if isinstance(inner, str) and inner.strip():
-                    return self._from_text(inner)
+                    return self._from_text(inner, self._unwrap(key, wrappers))
         out: dict[str, Any] = {}
         seen: dict[str, Any] = {}
         for key, raw in data.items():
