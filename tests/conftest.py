@@ -51,3 +51,14 @@ def _isolated_endpoint_capabilities(
     capabilities.forget(disk=True)
     yield
     capabilities.forget(disk=True)
+
+
+@pytest.fixture(autouse=True)
+def _no_server_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OpenAI-compatible endpoint is asked once what it serves (``text_mode.server_facts``):
+    the fake servers of the tests would count those probes as requests. Tests of the detection
+    put the real probe back (tests/lm/test_server_detection.py)."""
+    from sigform.lm import text_mode
+
+    unknown = {"model_type": None, "grammar": False}
+    monkeypatch.setattr(text_mode, "server_facts", lambda model, api_base, text=False: unknown)

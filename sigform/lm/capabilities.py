@@ -12,6 +12,11 @@ schema), and a rejection steps down to the next (``json_object`` carrying the sc
   model name, a server that was down) is never recorded as a missing ability. Entries expire
   after :data:`TTL_SECONDS`, so an upgraded server is tried again.
 
+The same file remembers what a server said about itself when asked
+(:func:`record_server`, :func:`server_facts`): whether its model is a base model without a chat
+template and whether it takes a GBNF grammar (see :mod:`sigform.lm.text_mode`), so the question
+is asked once per endpoint per :data:`TTL_SECONDS`.
+
 The file is untrusted input: it is read with a size cap, and any entry with an unknown mode, a
 key that is not text, or a timestamp that is not a finite past time is dropped. Keys carry the
 model name and the endpoint's scheme, host, port and path only -- never a user name, password,
@@ -45,6 +50,8 @@ __all__ = [
     "forget",
     "record_answered",
     "record_rejected",
+    "record_server",
+    "server_facts",
 ]
 
 logger = logging.getLogger("sigform.lm")
@@ -61,6 +68,9 @@ _VERSION = 1
 _lock = threading.Lock()
 _floors: dict[str, int] = {}  # endpoint -> index into MODES of the best mode still allowed
 _saved: dict[str, int] | None = None  # what the file said when this process first looked
+_servers: dict[str, dict[str, Any]] = {}  # endpoint -> what its server said (this process)
+_saved_servers: dict[str, dict[str, Any]] | None = None
+_SERVER_FACTS = {"model_type": ("text", "chat", None), "grammar": (True, False)}
 
 
 def endpoint_key(model: str, api_base: str | None) -> str:
@@ -129,13 +139,36 @@ def record_answered(key: str, mode: str, *, persist: bool = True) -> None:
         _write(key, index)
 
 
+def server_facts(key: str) -> dict[str, Any] | None:
+    """What the server at ``key`` said about itself (``{"model_type": "text" | "chat" | None,
+    "grammar": bool}``), or None when it has not been asked (or the answer expired)."""
+    with _lock:
+        if key in _servers:
+            return dict(_servers[key])
+        saved = _load_servers().get(key)
+        return dict(saved) if saved is not None else None
+
+
+def record_server(key: str, facts: dict[str, Any], *, persist: bool = True) -> None:
+    """Remember what the server at ``key`` said about itself, for this process and (``persist``)
+    in the file."""
+    facts = {name: facts.get(name) for name in _SERVER_FACTS}
+    with _lock:
+        _servers[key] = facts
+        _load_servers()[key] = facts
+    if persist:
+        _write_section("servers", key, facts)
+
+
 def forget(*, disk: bool = False) -> None:
     """Forget what this process learned (tests; after reconfiguring a server). ``disk=True``
     also deletes the file."""
-    global _saved
+    global _saved, _saved_servers
     with _lock:
         _floors.clear()
+        _servers.clear()
         _saved = None
+        _saved_servers = None
     if disk:
         with contextlib.suppress(OSError):
             capabilities_path().unlink()
@@ -153,7 +186,24 @@ def _load() -> dict[str, int]:
     return _saved
 
 
+def _load_servers() -> dict[str, dict[str, Any]]:
+    """The file's valid, unexpired server facts, read once per process (``_lock`` held)."""
+    global _saved_servers
+    if _saved_servers is None:
+        _saved_servers = {
+            key: {name: entry[name] for name in _SERVER_FACTS}
+            for key, entry in _read_file(capabilities_path()).get("servers", {}).items()
+        }
+    return _saved_servers
+
+
 def _read_entries(path: Path) -> dict[str, dict[str, Any]]:
+    """The valid, unexpired structured-output entries of the file at ``path``."""
+    return _read_file(path).get("endpoints", {})
+
+
+def _read_file(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each section of the file (``endpoints``, ``servers``) with its valid, unexpired entries."""
     try:
         raw = read_regular(path, MAX_FILE_BYTES)  # a FIFO is ignored, never waited on
     except OSError:
@@ -168,36 +218,65 @@ def _read_entries(path: Path) -> dict[str, dict[str, Any]]:
         return {}
     if not isinstance(data, dict) or data.get("version") != _VERSION:
         return {}
-    if not isinstance(data.get("endpoints"), dict):
-        return {}
     now = time.time()
-    entries: dict[str, dict[str, Any]] = {}
-    for key, entry in data["endpoints"].items():
-        if _valid(key, entry, now):
-            entries[key] = {"best": entry["best"], "checked": float(entry["checked"])}
-    return entries
+    sections: dict[str, dict[str, dict[str, Any]]] = {}
+    for section, clean in (("endpoints", _mode_entry), ("servers", _facts_entry)):
+        raw_entries = data.get(section)
+        if not isinstance(raw_entries, dict):
+            continue
+        sections[section] = {}
+        for key, entry in raw_entries.items():
+            kept = clean(entry) if _valid(key, entry, now) else None
+            if kept is not None:
+                sections[section][key] = {**kept, "checked": float(entry["checked"])}
+    return sections
 
 
 def _valid(key: Any, entry: Any, now: float) -> bool:
     if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or not isinstance(entry, dict):
         return False
-    best, checked = entry.get("best"), entry.get("checked")
-    if not isinstance(best, str) or best not in MODES:
-        return False
+    checked = entry.get("checked")
     if isinstance(checked, bool) or not isinstance(checked, (int, float)) or not math.isfinite(checked):
         return False
     return now - TTL_SECONDS < checked <= now + 60
 
 
+def _mode_entry(entry: dict[str, Any]) -> dict[str, Any] | None:
+    best = entry.get("best")
+    return {"best": best} if isinstance(best, str) and best in MODES else None
+
+
+def _facts_entry(entry: dict[str, Any]) -> dict[str, Any] | None:
+    facts = {name: entry.get(name) for name in _SERVER_FACTS}
+    model_type, grammar = facts["model_type"], facts["grammar"]
+    ok = (model_type is None or isinstance(model_type, str)) and model_type in _SERVER_FACTS["model_type"]
+    return facts if ok and isinstance(grammar, bool) else None  # a bool, not 1
+
+
+def _newest(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return dict(sorted(entries.items(), key=lambda item: item[1]["checked"], reverse=True)[:MAX_ENTRIES])
+
+
 def _write(key: str, index: int) -> None:
-    """Merge one entry into the file (atomic replace; the newest :data:`MAX_ENTRIES` kept)."""
+    _write_section("endpoints", key, {"best": MODES[index]})
+
+
+def _write_section(section: str, key: str, entry: dict[str, Any]) -> None:
+    """Merge one entry into a section of the file (atomic replace; the newest
+    :data:`MAX_ENTRIES` of each section kept)."""
     path = capabilities_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        entries = _read_entries(path)
-        entries[key] = {"best": MODES[index], "checked": time.time()}
-        newest = sorted(entries.items(), key=lambda item: item[1]["checked"], reverse=True)[:MAX_ENTRIES]
-        payload = json.dumps({"version": _VERSION, "endpoints": dict(newest)}, indent=1, sort_keys=True)
+        sections = _read_file(path)
+        sections.setdefault(section, {})[key] = {**entry, "checked": time.time()}
+        payload = json.dumps(
+            {
+                "version": _VERSION,
+                **{name: _newest(entries) for name, entries in sections.items()},
+            },
+            indent=1,
+            sort_keys=True,
+        )
         fd, tmp = tempfile.mkstemp(prefix=".endpoint-capabilities-", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -275,7 +275,9 @@ class LM:
         if route is None:
             api_base = self._api_base.get() if self._api_base is not None else None
             options = self.options
-            route = self._route = resolve_route(self.model, api_base, options.fast_path, options.backend)
+            route = self._route = resolve_route(
+                self.model, api_base, options.fast_path, options.backend, options.model_type
+            )
         return route
 
     def _current_route(self) -> Route:

@@ -130,11 +130,16 @@ def speaks_chat_completions(model: str) -> bool:
 
 
 def resolve_route(
-    model: str, api_base: str | None, fast_path: bool | None, backend: Backend | None = None
+    model: str,
+    api_base: str | None,
+    fast_path: bool | None,
+    backend: Backend | None = None,
+    given_type: str | None = None,
 ) -> Route:
     """Pick the backend for ``model``; ``"local"`` starts (or finds) the embedded model server.
     A ``backend`` given to the LM is used as it is, passed every setting, like an unknown
-    OpenAI-compatible server."""
+    OpenAI-compatible server. ``given_type`` is the LM's ``model_type`` option: unless it is
+    "chat", another OpenAI-compatible server is asked what it serves (``text_mode.server_facts``)."""
     if backend is not None:
         named = _prefix(model) or "openai"
         return Route(backend, model, named, api_base, build_schema(model, None), supports_n=True)
@@ -151,10 +156,17 @@ def resolve_route(
         diagnose = sigform.local.death_report
         send_model = getattr(sigform.local, "LITELLM_MODEL", LOCAL_MODEL)
     model_type = None
+    gbnf = False
     if model == "local" or "sigform.local" in sys.modules:  # a server sigform.local started
         import sigform.local
 
         model_type = sigform.local.model_type(api_base)
+        gbnf = model_type is not None
+    if model_type is None and api_base and given_type != "chat" and fast_path_eligible(model, api_base):
+        from sigform.lm.text_mode import server_facts  # another server: asked once what it is
+
+        facts = server_facts(send_model, api_base, text=given_type == "text")
+        model_type, gbnf = facts["model_type"], facts["grammar"]
     use_fast = fast_path if fast_path is not None else fast_path_eligible(model, api_base)
     if use_fast:
         from sigform.lm.openai_backend import FAST_PROVIDERS, get_backend
@@ -183,7 +195,7 @@ def resolve_route(
             refresh=refresh,
             diagnose=diagnose,
             model_type=model_type,
-            gbnf=model_type is not None,
+            gbnf=gbnf,
         )
 
     from sigform.lm import litellm_backend as lb
@@ -202,5 +214,5 @@ def resolve_route(
         refresh=refresh,
         diagnose=diagnose,
         model_type=model_type,
-        gbnf=model_type is not None,
+        gbnf=gbnf,
     )

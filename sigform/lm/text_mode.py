@@ -16,7 +16,22 @@ server's own constraint (:func:`completion_params`), a GBNF ``grammar`` for llam
 server (the embedded model's) and ``json_schema`` for llama.cpp's ``llama-server``.
 
 The mode is the user's (``LM(..., model_type="text" | "chat")``) or detected: the embedded
-model's GGUF says whether it has a chat template (:func:`sigform.local.model_type`).
+model's GGUF says whether it has a chat template (:func:`sigform.local.model_type`); another
+OpenAI-compatible server is asked once what it is (:func:`server_facts`, remembered per endpoint
+like the structured-output abilities in :mod:`sigform.lm.capabilities`):
+
+* llama.cpp's ``llama-server`` (``/v1/models`` says ``owned_by: "llamacpp"``): its ``/props``
+  carry the model's ``chat_template``; an empty one is a base model (text mode);
+* Ollama (``owned_by: "library"``, or its port 11434): ``/api/show`` gives the model's template;
+  none, or the bare ``{{ .Prompt }}``, is a base model;
+* llama-cpp-python's server (``owned_by: "me"``) does not say whether its model has a chat
+  template, but it takes a GBNF ``grammar``, which it gets in text mode (it ignores
+  ``json_schema``).
+
+Anything else (no answer, another server) is not known: chat, unless ``model_type`` says otherwise.
+A server is asked only at those servers' default ports (:data:`SERVER_PORTS`) or when the user
+declared a text model (then: which constraint does it take?). The probes carry no credentials
+and wait at most :data:`PROBE_TIMEOUT` seconds each.
 """
 
 from __future__ import annotations
@@ -29,9 +44,16 @@ from typing import Any
 from sigform.lm.response import text_of
 from sigform.message import Message
 
-__all__ = ["MODEL_TYPES", "check_model_type", "completion_params", "prompt_of"]
+__all__ = ["MODEL_TYPES", "check_model_type", "completion_params", "prompt_of", "server_facts"]
 
 MODEL_TYPES = ("chat", "text")
+PROBE_TIMEOUT = 2.0
+# the default ports of llama.cpp's llama-server, llama-cpp-python's server and Ollama
+SERVER_PORTS = (8080, 8000, 11434)
+_MAX_PROBE_BYTES = 256 * 1024
+_OLLAMA_PORT = 11434
+# an Ollama model's template when it has none of its own: the prompt, as written
+_BARE_TEMPLATES = ("", "{{ .Prompt }}")
 _ROLE_LABELS = {"system": "", "user": "", "assistant": "", "tool": "Tool result: "}
 
 
@@ -96,3 +118,90 @@ def gbnf_of(schema_json: str) -> str:
     # the object may follow a space, as a document's record writes it (`JSON: {...}`)
     grammar = str(json_schema_to_gbnf(schema_json)).replace("root ::=", "value-root ::=", 1)
     return f'root ::= " "? value-root\n{grammar}'
+
+
+def server_facts(model: str, api_base: str, *, text: bool = False) -> dict[str, Any]:
+    """What the OpenAI-compatible server at ``api_base`` says about ``model``:
+    ``{"model_type": "text" | "chat" | None, "grammar": bool}`` (``grammar``: it takes a GBNF
+    ``grammar`` on text completions). Asked once per endpoint, then remembered (see the module
+    docstring); asked only when the model was declared a text model (``text``: which constraint
+    does its server take?) or the server listens on one of :data:`SERVER_PORTS`, where such
+    servers listen by default (any other server would see a request it did not expect)."""
+    from sigform.lm import capabilities
+
+    key = capabilities.endpoint_key(model, api_base)
+    facts = capabilities.server_facts(key)
+    if facts is None:
+        if not text and _port(api_base) not in SERVER_PORTS:
+            return {"model_type": None, "grammar": False}
+        facts = probe_server(model.partition("/")[2] or model, api_base)
+        capabilities.record_server(key, facts)
+    return facts
+
+
+def _port(api_base: str) -> int | None:
+    from sigform.lm.credentials import split_url
+
+    try:
+        return split_url(api_base).port
+    except ValueError:
+        return None
+
+
+def probe_server(name: str, api_base: str) -> dict[str, Any]:
+    """Ask the server at ``api_base`` what it is (see the module docstring); ``name`` is the
+    model's name on that server."""
+    from sigform.lm.credentials import split_url
+
+    unknown: dict[str, Any] = {"model_type": None, "grammar": False}
+    try:
+        parts = split_url(api_base)
+        port = parts.port
+    except ValueError:
+        return unknown
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return unknown
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    base = f"{parts.scheme}://{host}{f':{port}' if port else ''}{parts.path.rstrip('/')}"
+    root = base.removesuffix("/v1")  # the server's own routes sit beside its OpenAI-compatible ones
+    listing = _fetch_json(base + "/models")
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    entries = [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    entry = next((e for e in entries if e.get("id") == name), entries[0] if entries else {})
+    owner = entry.get("owned_by")
+    if owner == "me":  # llama-cpp-python's server
+        return {**unknown, "grammar": True}
+    if owner == "llamacpp":  # llama.cpp's llama-server
+        props = _fetch_json(root + "/props")
+        template = props.get("chat_template") if isinstance(props, dict) else None
+        if isinstance(template, str):
+            return {**unknown, "model_type": "chat" if template.strip() else "text"}
+        return unknown
+    if owner == "library" or port == _OLLAMA_PORT:  # Ollama
+        shown = _fetch_json(root + "/api/show", {"model": name})
+        if isinstance(shown, dict) and ("template" in shown or "details" in shown):  # a model's info
+            template = shown.get("template") or ""
+            if isinstance(template, str):
+                return {**unknown, "model_type": "text" if template.strip() in _BARE_TEMPLATES else "chat"}
+    return unknown
+
+
+def _fetch_json(url: str, body: Any = None) -> Any:
+    """The JSON a GET (or, with ``body``, a POST) of ``url`` answers, or None (no answer, an
+    error status, too large, not JSON)."""
+    import urllib.error
+    import urllib.request  # here: asked once per endpoint, never on import
+
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT) as reply:
+            raw = reply.read(_MAX_PROBE_BYTES + 1)
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    if len(raw) > _MAX_PROBE_BYTES:
+        return None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
