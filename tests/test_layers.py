@@ -18,7 +18,7 @@ PACKAGE = Path(sigform.__file__).parent
 
 LAYERS: list[tuple[str, ...]] = [
     # foundations: settings, the error hierarchy, lazy-import machinery, text excerpts, probes,
-    # the chat message type, opening and locking data files
+    # the chat message type, JSON value types, opening and locking data files
     (
         "sigform._lazy",
         "sigform.files",
@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
         "sigform.excerpt",
         "sigform.probes",
         "sigform.message",
+        "sigform.jsonvalue",
     ),
     # contracts every layer speaks: hook events, Completion/Usage/ToolCall/LMProtocol
     ("sigform.hooks", "sigform.hook_events", "sigform.lm.interface"),

@@ -22,7 +22,7 @@ from sigform.adapters.base import AdapterOptions
 from sigform.adapters.call_plan import PlannedCall
 from sigform.adapters.chat import ChatAdapter
 from sigform.adapters.result import AdapterResult
-from sigform.lm.interface import LMProtocol
+from sigform.lm.interface import Completion, LMProtocol
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -75,7 +75,7 @@ class AutoAdapter(ChatAdapter):
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
-    ) -> Generator[PlannedCall, Any, AdapterResult]:
+    ) -> Generator[PlannedCall, list[Completion], AdapterResult]:
         """The JSON adapter's loop where ``lm`` constrains decoding, else the chat adapter's."""
         if self.choose(lm) == "JSONAdapter":
             return self.json_adapter().loop(lm, signature, demos, inputs, lm_kwargs)  # type: ignore[no-any-return]

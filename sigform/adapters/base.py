@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Generator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
 from sigform.adapters.call_loop import RunState, adrive, attempt, drive, run_loop
 from sigform.adapters.call_plan import PlannedCall, ResponseFormats
@@ -26,7 +26,7 @@ from sigform.adapters.echo import mask_echoes
 from sigform.adapters.extraction import Extracted, extract
 from sigform.adapters.field_values import typed_outputs
 from sigform.adapters.fields import FieldView, SigCache, field_views
-from sigform.adapters.formatting import Message, PromptWriter
+from sigform.adapters.formatting import PromptWriter
 from sigform.adapters.names import FieldMatcher
 from sigform.adapters.native_tools import (
     TextSignature,
@@ -42,6 +42,7 @@ from sigform.adapters.templating import TemplateSet
 from sigform.errors import ParseError, StructureError
 from sigform.hooks import emit
 from sigform.lm.interface import Completion, LMProtocol
+from sigform.message import Message
 
 if TYPE_CHECKING:
     from sigform.signatures import Signature
@@ -97,8 +98,8 @@ class Adapter(PromptWriter):
         self.native_tools = native_tools
         self._fallback_option = fallback
         self._fallback_given = fallback  # as given (ChatAdapter replaces its default when used)
-        self._matchers = SigCache()
-        self._parse_plans = SigCache()
+        self._matchers: SigCache[FieldMatcher] = SigCache()
+        self._parse_plans: SigCache[ChatParsePlan | JSONParsePlan | Literal[False]] = SigCache()
         self.repair_plan = RepairPlan()  # constrained retries of failing fields
         self._repair_json: Adapter | None = None
         self._lock = threading.Lock()
@@ -278,7 +279,7 @@ class Adapter(PromptWriter):
 
     def send_request(
         self, lm: LMProtocol, state: RunState, request: PlannedCall
-    ) -> Generator[PlannedCall, Any, list[Completion]]:
+    ) -> Generator[PlannedCall, list[Completion], list[Completion]]:
         """Yield one request and count its answer. Extension point: the JSON adapter steps down
         its response format when a provider rejects it."""
         completions = yield request
@@ -310,7 +311,7 @@ class Adapter(PromptWriter):
         demos: Sequence[Any] | None,
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
-    ) -> Generator[PlannedCall, Any, AdapterResult]:
+    ) -> Generator[PlannedCall, list[Completion], AdapterResult]:
         """One run as a generator of requests (stepped by :meth:`run`, :meth:`arun`, or another
         adapter's loop); see :func:`sigform.adapters.call_loop.run_loop`."""
         return run_loop(self, lm, signature, demos, inputs, lm_kwargs)
@@ -323,7 +324,7 @@ class Adapter(PromptWriter):
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
         state: RunState,
-    ) -> Generator[PlannedCall, Any, list[Slot]]:
+    ) -> Generator[PlannedCall, list[Completion], list[Slot]]:
         """One pass of this adapter in a run: format, send, read every candidate into a
         :class:`Slot`, ask again for failing values. Extension point (the two-step adapter answers
         freely, then extracts); see :func:`sigform.adapters.call_loop.attempt`."""

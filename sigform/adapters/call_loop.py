@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunState", "adrive", "attempt", "drive", "judge", "routed", "run_loop"]
 
-Loop = Generator[PlannedCall, Any, AdapterResult]
+Loop = Generator[PlannedCall, list[Completion], AdapterResult]
 _NO_RETRY_FINISH = {"length", "content_filter", "refusal", "safety"}
 NO_LIMIT = OutputLimit(None, "none")
 
@@ -167,7 +167,7 @@ def attempt(
     inputs: Mapping[str, Any],
     lm_kwargs: Mapping[str, Any],
     state: RunState,
-) -> Generator[PlannedCall, Any, list[Slot]]:
+) -> Generator[PlannedCall, list[Completion], list[Slot]]:
     """Format and send one request, judge every candidate, ask again for failing values."""
     signature = adapter.prompt_signature(lm, signature, inputs, lm_kwargs)
     kwargs = adapter.request_kwargs(lm, signature, inputs, lm_kwargs)
@@ -268,7 +268,7 @@ def _retry_values(
     state: RunState,
     inputs: Mapping[str, Any],
     limit: OutputLimit,
-) -> Generator[PlannedCall, Any, bool]:
+) -> Generator[PlannedCall, list[Completion], bool]:
     """Ask again for a candidate whose values failed: for the failing fields only, under a
     schema constraint, where the LM has one; else a re-ask. False when nothing was sent: a
     request identical to one already sent would get the same answer at temperature 0."""
@@ -322,6 +322,7 @@ def routed(loop: Loop, lm: LMProtocol) -> Loop:
     """The sub-loop ``loop`` run inside another loop, its requests routed to ``lm``."""
     plan = CallPlan(loop)
     while (request := plan.request) is not None:
+        outcome: list[Completion] | Exception
         try:
             outcome = yield replace(request, lm=lm)
         except Exception as exc:

@@ -57,7 +57,7 @@ class CallPlan(Generic[Result]):
 
     __slots__ = ("_loop", "request", "result")
 
-    def __init__(self, loop: Generator[PlannedCall, Any, Result]) -> None:
+    def __init__(self, loop: Generator[PlannedCall, list[Completion], Result]) -> None:
         self._loop = loop
         self.request: PlannedCall | None = None
         self.result: Result

@@ -59,7 +59,7 @@ class ChatAdapter(Adapter):
             with self._lock:
                 if not isinstance(self._fallback_option, Adapter):
                     self._fallback_option = JSONAdapter(fallback=False, max_reasks=self.max_reasks)
-            return self._fallback_option  # type: ignore[return-value]
+            return self._fallback_option
         return super().fallback_adapter()
 
     def neutralise(self, text: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from sigform.types.inspection import (
     is_enum_type,
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     SignatureView: TypeAlias = Union[type[Signature], TextSignature]
 
 __all__ = ["FieldView", "SigCache", "field_views", "kind_of", "value_kind"]
+
+_V = TypeVar("_V")
 
 Kind = Literal[
     "str",
@@ -123,7 +125,7 @@ def _schema_text(schema: Any) -> str | None:
     return None if schema is None else json.dumps(schema, ensure_ascii=False, separators=(", ", ": "))
 
 
-class SigCache:
+class SigCache(Generic[_V]):
     """Per-signature cache keyed by identity first (hashing a signature walks all its fields),
     then by value, so equal signatures built twice share entries. Bounded; thread-safe enough:
     a race only computes a value twice."""
@@ -131,11 +133,11 @@ class SigCache:
     __slots__ = ("_by_id", "_by_value", "limit")
 
     def __init__(self, limit: int = 1024) -> None:
-        self._by_id: dict[int, tuple[Any, Any]] = {}
-        self._by_value: dict[Any, Any] = {}
+        self._by_id: dict[int, tuple[SignatureView, _V]] = {}
+        self._by_value: dict[SignatureView, _V] = {}
         self.limit = limit
 
-    def get(self, signature: SignatureView) -> Any:
+    def get(self, signature: SignatureView) -> _V | None:
         hit = self._by_id.get(id(signature))
         if hit is not None and hit[0] is signature:
             return hit[1]
@@ -147,7 +149,7 @@ class SigCache:
             self._remember(signature, value)
         return value
 
-    def put(self, signature: SignatureView, value: Any) -> Any:
+    def put(self, signature: SignatureView, value: _V) -> _V:
         try:
             self._by_value[signature] = value
         except TypeError:
@@ -155,14 +157,14 @@ class SigCache:
         self._remember(signature, value)
         return value
 
-    def _remember(self, signature: SignatureView, value: Any) -> None:
+    def _remember(self, signature: SignatureView, value: _V) -> None:
         if len(self._by_id) >= self.limit:
             self._by_id.clear()
             self._by_value.clear()
         self._by_id[id(signature)] = (signature, value)  # the strong ref keeps the id unique
 
 
-_VIEWS = SigCache()
+_VIEWS: SigCache[tuple[tuple[FieldView, ...], tuple[FieldView, ...]]] = SigCache()
 
 
 def field_views(signature: SignatureView) -> tuple[tuple[FieldView, ...], tuple[FieldView, ...]]:

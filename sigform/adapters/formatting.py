@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from pydantic_core import to_jsonable_python
 
@@ -20,7 +20,7 @@ from sigform.adapters.document import Document, label, write_document
 from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.adapters.messages import MediaCollector, assemble_with_layout, demo_to_dict, render_demos
 from sigform.adapters.native_tools import TextSignature
-from sigform.adapters.request_plan import build_request_plan
+from sigform.adapters.request_plan import RequestPlan, build_request_plan
 from sigform.adapters.templating import TemplateSet
 from sigform.conversation import Layout
 from sigform.hooks import emit
@@ -61,10 +61,12 @@ class PromptWriter:
     @templates.setter
     def templates(self, value: TemplateSet) -> None:
         self._templates = value
-        self._system_cache = SigCache()
+        self._system_cache: SigCache[str] = SigCache()
+        # per signature: (field names, main, missing outputs) -> the user template's pieces
+        self._user_cache: SigCache[dict[tuple[tuple[str, ...], bool, tuple[str, ...]], list[str] | None]]
         self._user_cache = SigCache()
-        self._request_plans = SigCache()
-        self._demo_caches = SigCache()
+        self._request_plans: SigCache[RequestPlan | Literal[False]] = SigCache()
+        self._demo_caches: SigCache[DemoCache] = SigCache()
 
     def format(
         self,
@@ -255,15 +257,13 @@ class PromptWriter:
         if per_sig is None:
             per_sig = self._user_cache.put(signature, {})
         key = (tuple(v.name for v in views), main, tuple(missing))
-        pieces = per_sig.get(key, False)
-        if pieces is False:
+        if key not in per_sig:
             marks = [f"\x01{i}\x02" for i in range(len(views))]
             rendered = self._render_user(signature, views, marks, main, missing)
             split = _MARK_RE.split(rendered)
             literals, order = split[0::2], [int(i) for i in split[1::2]]
-            pieces = literals if order == list(range(len(views))) else None
-            per_sig[key] = pieces
-        return pieces
+            per_sig[key] = literals if order == list(range(len(views))) else None
+        return per_sig[key]
 
     def assistant_text(
         self,

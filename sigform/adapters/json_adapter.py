@@ -59,7 +59,7 @@ class JSONAdapter(Adapter):
         options.setdefault("fallback", False)
         super().__init__(**options)
         self.structured_outputs = structured_outputs
-        self._schemas = SigCache()
+        self._schemas: SigCache[dict[bool, dict[str, Any]]] = SigCache()
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "structured_outputs": self.structured_outputs}
@@ -167,7 +167,7 @@ class JSONAdapter(Adapter):
 
     def send_request(
         self, lm: LMProtocol, state: RunState, request: PlannedCall
-    ) -> Generator[PlannedCall, Any, list[Completion]]:
+    ) -> Generator[PlannedCall, list[Completion], list[Completion]]:
         if request.formats is None:
             return (yield from super().send_request(lm, state, request))
         modes, signature = request.formats.modes, request.formats.signature

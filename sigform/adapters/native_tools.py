@@ -155,7 +155,7 @@ class _Fields:
         )
 
 
-_FIELDS = SigCache()
+_FIELDS: SigCache[_Fields] = SigCache()
 
 
 def _fields(signature: type[Signature]) -> _Fields:

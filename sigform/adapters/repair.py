@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sigform.adapters.fields import SigCache, field_views
 from sigform.errors import ParseError
+from sigform.jsonvalue import JSON, JSONObject
 from sigform.lm.interface import Completion, LMProtocol
 from sigform.message import Message
 
@@ -64,7 +65,7 @@ def constrained_modes(json_adapter: JSONAdapter, lm: LMProtocol) -> list[str]:
     return [m for m in json_adapter.modes_for(lm) if m in CONSTRAINED_MODES]
 
 
-def constrained_schema(annotations: Mapping[str, Any], *, lenient: bool = False) -> dict[str, Any]:
+def constrained_schema(annotations: Mapping[str, Any], *, lenient: bool = False) -> JSONObject:
     """The strict object schema of ``annotations`` for constrained decoding, with every date as
     a ``YYYY-MM-DD`` pattern (a pattern is what every schema-constrained server supports).
 
@@ -77,25 +78,27 @@ def constrained_schema(annotations: Mapping[str, Any], *, lenient: bool = False)
     return lenient_values(schema) if lenient else _dates_as_pattern(schema)
 
 
-def lenient_values(node: Any) -> Any:
+def lenient_values(schema: JSONObject) -> JSONObject:
     """``node`` with each date schema, and each number schema that is neither nullable nor
     bounded, replaced by a string of its written forms.
 
     A small model copies `$2,450.00` or `May 1, 2025` from the text well and converts it badly:
     under a number grammar it stops at the comma (`2`, a wrong value that validates), and under
     a date pattern it writes null. The parse policy still decides what such a string means."""
-    return _lenient(node, nullable=False)
+    return _lenient_object(schema, nullable=False)
 
 
-def _lenient(node: Any, *, nullable: bool) -> Any:
+def _lenient(node: JSON, *, nullable: bool) -> JSON:
+    if isinstance(node, list):
+        return [_lenient(v, nullable=nullable) for v in node]
+    return _lenient_object(node, nullable=nullable) if isinstance(node, dict) else node
+
+
+def _lenient_object(node: JSONObject, *, nullable: bool) -> JSONObject:
     # a bounded number (a score in [0, 1]) is no amount copied from the text, and its bounds would
     # be lost: it stays a number (as a string the model wrote `"100.95"` for a 0..1 confidence).
     # A nullable number stays a JSON number: offered a quoted number or null, the embedded model
     # wrote null for every event capacity of the dev split (12 of 12, 2 of them stated)
-    if isinstance(node, list):
-        return [_lenient(v, nullable=nullable) for v in node]
-    if not isinstance(node, dict):
-        return node
     kind = node.get("type")
     if kind in ("number", "integer") and not nullable and not _BOUNDS.intersection(node):
         return {"type": "string", "pattern": NUMBER_TEXT_PATTERN}
@@ -106,25 +109,27 @@ def _lenient(node: Any, *, nullable: bool) -> Any:
     return {k: _lenient(v, nullable=with_null and k == "anyOf") for k, v in node.items()}
 
 
-def _dates_as_pattern(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_dates_as_pattern(v) for v in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _dates_as_pattern(v) for k, v in node.items()}
+def _dates_as_pattern(schema: JSONObject) -> JSONObject:
+    out = {k: _date_patterns(v) for k, v in schema.items()}
     if out.get("type") == "string" and out.get("format") == "date":
         del out["format"]
         out["pattern"] = DATE_PATTERN
     return out
 
 
+def _date_patterns(node: JSON) -> JSON:
+    if isinstance(node, list):
+        return [_date_patterns(v) for v in node]
+    return _dates_as_pattern(node) if isinstance(node, dict) else node
+
+
 class RepairPlan:
     """How one adapter asks again for failing fields under a schema constraint."""
 
     def __init__(self) -> None:
-        self._subsets = SigCache()
+        self._subsets: SigCache[dict[tuple[str, ...], type[Signature]]] = SigCache()
 
-    def failing_signature(self, signature: type[Signature], failing: Sequence[str]) -> Any:
+    def failing_signature(self, signature: type[Signature], failing: Sequence[str]) -> type[Signature]:
         """``signature`` with only the ``failing`` outputs (cached per signature and subset)."""
         per_sig = self._subsets.get(signature)
         if per_sig is None:

@@ -18,7 +18,7 @@ from sigform.adapters.fields import FieldView, SigCache
 from sigform.adapters.output_limit import TEXT_FIELD_TOKENS, resolve_output_limit
 from sigform.adapters.result import Slot
 from sigform.errors import StructureError
-from sigform.lm.interface import LMProtocol
+from sigform.lm.interface import Completion, LMProtocol
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -59,7 +59,8 @@ class TwoStepAdapter(Adapter):
             raise TypeError("the extraction adapter of a TwoStepAdapter cannot be another TwoStepAdapter")
         self.extraction_lm = extraction_lm
         self.extraction_adapter = extraction_adapter
-        self._extract_sigs = SigCache()  # bounded: programs may build signatures per call
+        # bounded: programs may build signatures per call
+        self._extract_sigs: SigCache[type[Signature]] = SigCache()
 
     def identity(self) -> dict[str, Any]:
         lm = self.extraction_lm
@@ -85,7 +86,7 @@ class TwoStepAdapter(Adapter):
         or any structured format); a free-form answer needs the extraction call (:meth:`run`)."""
         return super().parse(signature, completion, inputs=inputs)
 
-    def extraction_signature(self, signature: type[Signature]) -> Any:
+    def extraction_signature(self, signature: type[Signature]) -> type[Signature]:
         """``response -> <the outputs>``: what the extraction call answers."""
         cached = self._extract_sigs.get(signature)
         if cached is None:
@@ -117,7 +118,7 @@ class TwoStepAdapter(Adapter):
         inputs: Mapping[str, Any],
         lm_kwargs: Mapping[str, Any],
         state: RunState,
-    ) -> Generator[PlannedCall, Any, list[Slot]]:
+    ) -> Generator[PlannedCall, list[Completion], list[Slot]]:
         """The free-form answer of the main LM, then one extraction run per candidate, its
         requests routed to the extraction LM (its errors are the run's errors)."""
         messages, layout = self.format_with_layout(signature, demos, inputs)

@@ -52,7 +52,7 @@ class XMLAdapter(Adapter):
     def __init__(self, *, use_stop: bool = True, **options: Unpack[AdapterOptions]) -> None:
         super().__init__(**options)
         self.use_stop = use_stop
-        self._stop_tags = SigCache()
+        self._stop_tags: SigCache[tuple[str, ...]] = SigCache()
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "use_stop": self.use_stop}

@@ -90,16 +90,19 @@ def error_kind(error: BaseException) -> str:
 
 
 def _adapter(name: str) -> sf.Adapter:
-    return {
+    adapters: dict[str, type[sf.Adapter]] = {
         "auto": sf.AutoAdapter,
         "chat": sf.ChatAdapter,
         "json": sf.JSONAdapter,
         "xml": sf.XMLAdapter,
         "two-step": sf.TwoStepAdapter,
-    }[name]()
+    }
+    return adapters[name]()
 
 
-def _print_prompt(console: Any, program: sf.Predict, example: sf.Example, lm: Any) -> None:
+def _print_prompt(
+    console: Any, program: sf.Predict[..., sf.Prediction], example: sf.Example, lm: Any
+) -> None:
     adapter = program.adapter or sf.ChatAdapter()  # build_program always sets one; the default otherwise
     inputs = example.to_dict("inputs")
     if lm.model_type == "text":  # a base model: one plain-text document to text completions
@@ -177,7 +180,7 @@ class DemoReport:
         return len(self.examples) - len(self.failures)
 
 
-def build_program(adapter: str = "auto", lm: Any = None) -> sf.Predict:
+def build_program(adapter: str = "auto", lm: Any = None) -> sf.Predict[..., sf.Prediction]:
     """The demo program: the typed signature with the bundled few-shot demos."""
     return sf.Predict(
         ExtractExpense, demos=load_examples("demo_demos.jsonl"), lm=lm, adapter=_adapter(adapter)

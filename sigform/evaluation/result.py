@@ -54,7 +54,7 @@ class ExampleRecord:
         """A JSON-ready dict (typed values become JSON values)."""
         from pydantic_core import to_jsonable_python
 
-        return to_jsonable_python(asdict(self), fallback=repr)
+        return {k: to_jsonable_python(v, fallback=repr) for k, v in asdict(self).items()}
 
 
 @dataclass

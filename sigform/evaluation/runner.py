@@ -26,9 +26,10 @@ from sigform.evaluation.result import EvaluationResult, ExampleRecord
 from sigform.excerpt import shorten
 from sigform.predict.batch import worker_count
 from sigform.predict.context_vars import track_usage
-from sigform.predict.example import Example, Record
+from sigform.predict.example import Example
 from sigform.predict.executors import ThreadExecutor
 from sigform.predict.progress import BatchProgress, progress_wanted
+from sigform.signatures.prediction import Record
 
 __all__ = ["Evaluate", "MetricErrorWarning", "aevaluate", "evaluate", "labelled"]
 

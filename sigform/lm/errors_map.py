@@ -122,8 +122,9 @@ def _provider_message(exc: BaseException) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, Mapping):
         err = body.get("error", body)
-        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
-            return err["message"]
+        message = err.get("message") if isinstance(err, Mapping) else None
+        if isinstance(message, str):
+            return message
         if isinstance(err, str):
             return err
     message = getattr(exc, "message", None)

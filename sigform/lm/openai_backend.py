@@ -336,7 +336,7 @@ class OpenAIBackend:
                 cast_to=dict,
                 options=self._options(req),
                 stream=True,
-                stream_cls=openai.Stream[dict],
+                stream_cls=openai.Stream[dict[str, Any]],
             )
             try:
                 yield from stream
@@ -358,7 +358,7 @@ class OpenAIBackend:
                 cast_to=dict,
                 options=self._options(req),
                 stream=True,
-                stream_cls=openai.AsyncStream[dict],
+                stream_cls=openai.AsyncStream[dict[str, Any]],
             )
             try:
                 async for chunk in stream:

@@ -312,7 +312,7 @@ def limited_route(route: Route, limiter: RateLimiter | None) -> Route:
     return wrapped
 
 
-_wrapped: dict[int, tuple[Any, Any, Any]] = {}
+_wrapped: dict[int, tuple[Route, RateLimiter, Route]] = {}
 
 
 def check_limiter(limiter: Any) -> None:

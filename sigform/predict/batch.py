@@ -29,10 +29,11 @@ from sigform.errors import BatchError
 from sigform.excerpt import shorten
 from sigform.lm.interface import Usage
 from sigform.predict.context_vars import track_usage
-from sigform.predict.example import Example, Record
+from sigform.predict.example import Example
 from sigform.predict.executors import Executor, ThreadExecutor, as_executor
 from sigform.predict.progress import BatchProgress, progress_wanted
 from sigform.settings import get_setting
+from sigform.signatures.prediction import Record
 
 if TYPE_CHECKING:
     from sigform.predict.checkpoint import ResumedRun

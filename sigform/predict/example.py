@@ -75,7 +75,7 @@ class Example(Record):
         object.__setattr__(new, "_input_keys", tuple(keys))
         return new
 
-    def to_dict(self, part: _Part = "all") -> dict[str, Any]:  # type: ignore[override]
+    def to_dict(self, part: _Part = "all") -> dict[str, Any]:
         """A plain dict: every value (``"all"``), only the marked inputs, or only the labels."""
         if part == "all":
             return dict(self._store)
@@ -131,10 +131,10 @@ class Example(Record):
     def __eq__(self, other: object) -> bool:
         result = super().__eq__(other)
         if result is True and isinstance(other, Example):
-            return self._input_keys == other._input_keys
+            return bool(self._input_keys == other._input_keys)
         return result
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         return record_repr("Example", self._store, inputs=self._input_keys)

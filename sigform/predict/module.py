@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from sigform.predict.batch import Failure
     from sigform.predict.executors import Executor
     from sigform.predict.predict import Predict
+    from sigform.signatures.prediction import Prediction
 
 __all__ = ["Module", "program_callbacks"]
 
@@ -103,17 +104,21 @@ class Module:
         module = cast(Module, self)
         callbacks = module.callbacks
         if not callbacks:
-            return module._hooked_call(callbacks, args, kwargs)
+            return module._hooked_call(self.forward, callbacks, args, kwargs)
         with program_callbacks(callbacks):
-            return module._hooked_call(callbacks, args, kwargs)
+            return module._hooked_call(self.forward, callbacks, args, kwargs)
 
     def _hooked_call(
-        self, callbacks: Sequence[Callback] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
+        self,
+        forward: Callable[..., _Result],
+        callbacks: Sequence[Callback] | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> _Result:
         call_id = next(_call_ids)
         emit("module_start", callbacks=callbacks, module=self, call_id=call_id, args=args, inputs=kwargs)
         try:
-            result = self.forward(*args, **kwargs)
+            result = forward(*args, **kwargs)
         except BaseException as exc:
             emit("module_end", callbacks=callbacks, module=self, call_id=call_id, outputs=None, error=exc)
             raise
@@ -126,11 +131,14 @@ class Module:
         """Run the program asynchronously (``aforward`` if defined, else ``forward`` in a thread)."""
         module = cast(Module, self)
         callbacks = module.callbacks
+        result: _Result  # aforward returns what forward does (by default it runs forward)
         if not callbacks:
-            return await module._ahooked_call(callbacks, args, kwargs)
+            result = await module._ahooked_call(callbacks, args, kwargs)
+            return result
         # the task's own context: the scope ends with the call, whatever else runs on the loop
         with program_callbacks(callbacks):
-            return await module._ahooked_call(callbacks, args, kwargs)
+            result = await module._ahooked_call(callbacks, args, kwargs)
+            return result
 
     async def _ahooked_call(
         self, callbacks: Sequence[Callback] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -173,7 +181,7 @@ class Module:
         visit("self", self)
         return found
 
-    def named_predictors(self) -> list[tuple[str, Predict]]:
+    def named_predictors(self) -> list[tuple[str, Predict[..., Prediction]]]:
         """The :class:`~sigform.predict.Predict` programs inside, by attribute path.
 
         These are what demos are set on and what :meth:`save` writes. A bare ``Predict`` lists
@@ -183,7 +191,7 @@ class Module:
 
         return [(name, mod) for name, mod in self.named_sub_modules() if isinstance(mod, Predict)]
 
-    def predictors(self) -> list[Predict]:
+    def predictors(self) -> list[Predict[..., Prediction]]:
         """The Predict programs inside (see :meth:`named_predictors`)."""
         return [p for _, p in self.named_predictors()]
 

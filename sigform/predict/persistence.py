@@ -39,6 +39,7 @@ from sigform.probes import probe
 if TYPE_CHECKING:
     from sigform.predict.module import Module
     from sigform.predict.predict import Predict
+    from sigform.signatures.prediction import Prediction
 
 __all__ = ["FORMAT", "VERSION", "ProgramStateError", "dump_program", "load_program", "save_program"]
 
@@ -116,7 +117,7 @@ def _restore_selector(entry: Any, signature: Any, where: str, restore_lm: bool, 
     return load(entry, pool, where, restore_lm, api_key)
 
 
-def predictor_state(name: str, predictor: Predict) -> dict[str, Any]:
+def predictor_state(name: str, predictor: Predict[..., Prediction]) -> dict[str, Any]:
     """JSON-ready state of one predictor."""
     state: dict[str, Any] = {
         "type": type(predictor).__name__,

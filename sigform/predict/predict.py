@@ -79,7 +79,7 @@ def ensure_signature(signature: SignatureLike) -> type[Signature]:
     if isinstance(signature, SignatureMeta):
         if not signature.output_fields:
             raise SignatureError(f"{signature.__name__} has no output fields; it cannot be used by a program")
-        return signature  # type: ignore[return-value]
+        return signature
     if isinstance(signature, (str, Mapping)):
         return make_signature(signature)
     raise SignatureError(
@@ -158,7 +158,7 @@ class Predict(Module, Generic[_In, _Out]):
     ) -> None:
         self.signature = ensure_signature(signature)  # type: ignore[arg-type]
         self._result: type[_Out] = result_type(signature)  # type: ignore[arg-type, assignment]
-        self.demos = demos  # type: ignore[assignment]  # the setter turns dicts into Examples
+        self.demos = demos  # the setter turns dicts into Examples
         self.lm = lm
         self.adapter = adapter
         self.callbacks = list(callbacks) if callbacks else None
@@ -237,7 +237,7 @@ class Predict(Module, Generic[_In, _Out]):
         ) -> _Out: ...
         @overload
         def __call__(self, *, config: Mapping[str, Any], **inputs: Any) -> _Out: ...
-        def __call__(self, *args: Any, **kwargs: Any) -> _Out:  # type: ignore[misc]
+        def __call__(self, *args: Any, **kwargs: Any) -> _Out:
             raise NotImplementedError
 
     # -- resolution -----------------------------------------------------------------------------
@@ -374,7 +374,7 @@ class Predict(Module, Generic[_In, _Out]):
         demos: Sequence[Any] | None = None,
         config: Mapping[str, Any] | None = None,
         **inputs: Any,
-    ) -> Iterator[StreamEvent | Prediction]:
+    ) -> Iterator[StreamEvent | _Out]:
         """Yield field events (which output is being written, its text so far), then the Prediction.
 
         Takes the per-call ``lm=``, ``adapter=``, ``demos=`` and ``config=`` of a plain call."""
@@ -390,7 +390,7 @@ class Predict(Module, Generic[_In, _Out]):
         demos: Sequence[Any] | None = None,
         config: Mapping[str, Any] | None = None,
         **inputs: Any,
-    ) -> AsyncIterator[StreamEvent | Prediction]:
+    ) -> AsyncIterator[StreamEvent | _Out]:
         """Async :meth:`stream` (same per-call options)."""
         from sigform.predict.streaming import Overrides, astream_predict
 

@@ -23,7 +23,7 @@ def _in_notebook() -> bool:
     shell = sys.modules.get("IPython")
     if shell is None or "ipykernel" not in sys.modules:
         return False
-    ip = probe("the IPython shell", lambda: shell.get_ipython(), None)  # type: ignore[attr-defined]
+    ip = probe("the IPython shell", lambda: shell.get_ipython(), None)
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
@@ -119,7 +119,8 @@ class _NotebookBar:
         self.handle: Any = None
 
     def start(self) -> None:
-        from IPython.display import HTML, display
+        from IPython.core.display import HTML
+        from IPython.core.display_functions import display
 
         self.started = time.monotonic()
         self.handle = display(HTML(self.html()), display_id=True)
@@ -128,7 +129,7 @@ class _NotebookBar:
         now = time.monotonic()
         if self.handle is None or (not final and now - self.drawn < self._EVERY):
             return
-        from IPython.display import HTML
+        from IPython.core.display import HTML
 
         self.drawn = now
         self.handle.update(HTML(self.html()))

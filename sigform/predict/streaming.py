@@ -26,11 +26,14 @@ import contextvars
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, ParamSpec, TypeVar
 
 from sigform.adapters.fields import field_views
 from sigform.adapters.stream_text import FieldProgress, GrowingText, TextAt
 from sigform.hooks import emit
+from sigform.lm.interface import Completion, LMProtocol
+from sigform.lm.streaming import StreamDelta
+from sigform.message import Message
 from sigform.predict.module import (
     _call_ids,  # one counter: a call id never names two calls
     program_callbacks,
@@ -42,6 +45,10 @@ if TYPE_CHECKING:
     from sigform.predict.predict import Predict
 
 __all__ = ["Overrides", "StreamEvent", "astream_predict", "stream_predict"]
+
+# a streamed program's types: its inputs and its prediction (see Predict)
+_In = ParamSpec("_In")
+_Out = TypeVar("_Out", bound=Prediction)
 
 
 class StreamEvent(FieldProgress):
@@ -64,7 +71,7 @@ class StreamEvent(FieldProgress):
 class _StreamingLM:
     """Wraps an LM so that its first request streams into ``sink``; everything else is delegated."""
 
-    def __init__(self, lm: Any, sink: Callable[[Any], None]) -> None:
+    def __init__(self, lm: LMProtocol, sink: Callable[[StreamDelta], None]) -> None:
         self._lm = lm
         self._sink = sink
         self._streamed = False
@@ -78,16 +85,14 @@ class _StreamingLM:
         first, self._streamed = not self._streamed, True
         return first
 
-    def _whole(self, completions: list[Any]) -> list[Any]:
-        from sigform.lm.streaming import StreamDelta
-
+    def _whole(self, completions: list[Completion]) -> list[Completion]:
         if completions:  # an LM that cannot stream: report the answer in one piece
             if completions[0].reasoning:
                 self._sink(StreamDelta("reasoning", completions[0].reasoning))
             self._sink(StreamDelta("text", completions[0].text))
         return completions
 
-    def __call__(self, messages: list[dict[str, Any]], **kwargs: Any) -> list[Any]:
+    def __call__(self, messages: list[Message], **kwargs: Any) -> list[Completion]:
         if not self._first():
             return self._lm(messages, **kwargs)
         stream = getattr(self._lm, "stream", None)
@@ -99,7 +104,7 @@ class _StreamingLM:
             self._sink(item)
         raise RuntimeError(f"{type(self._lm).__name__}.stream ended without the final completions")
 
-    async def acall(self, messages: list[dict[str, Any]], **kwargs: Any) -> list[Any]:
+    async def acall(self, messages: list[Message], **kwargs: Any) -> list[Completion]:
         if not self._first():
             return await self._lm.acall(messages, **kwargs)
         astream = getattr(self._lm, "astream", None)
@@ -155,10 +160,10 @@ def _event(delta: FieldDelta) -> StreamEvent:
     return StreamEvent(delta.field, delta.unbuilt_text(), delta.done, delta.delta, delta.replaced)
 
 
-class _ModuleCall:
+class _ModuleCall(Generic[_In, _Out]):
     """The ``module_start`` / ``module_end`` hook events of one streamed program call."""
 
-    def __init__(self, program: Predict, inputs: Mapping[str, Any]) -> None:
+    def __init__(self, program: Predict[_In, _Out], inputs: Mapping[str, Any]) -> None:
         self.program = program
         self.call_id = next(_call_ids)
         emit(
@@ -170,7 +175,7 @@ class _ModuleCall:
             inputs=inputs,
         )
 
-    def end(self, outputs: Prediction | None, error: BaseException | None) -> None:
+    def end(self, outputs: _Out | None, error: BaseException | None) -> None:
         program = self.program
         emit(
             "module_end",
@@ -182,7 +187,7 @@ class _ModuleCall:
         )
 
 
-async def _scoped(program: Predict, work: Awaitable[Any]) -> Any:
+async def _scoped(program: Predict[_In, _Out], work: Awaitable[Any]) -> Any:
     """Await ``work`` with the program's callbacks active (in the task's own context)."""
     with program_callbacks(program.callbacks):
         return await work
@@ -198,7 +203,7 @@ class Overrides(NamedTuple):
 
 
 def _setup(
-    program: Predict, inputs: Mapping[str, Any], over: Overrides
+    program: Predict[_In, _Out], inputs: Mapping[str, Any], over: Overrides
 ) -> tuple[Any, Any, Any, Any, Any, dict[str, Any], bool]:
     lm, adapter, signature, demos, checked, kwargs = program._resolve(
         dict(inputs), over.lm, over.adapter, over.demos, over.config
@@ -209,8 +214,8 @@ def _setup(
 
 
 def stream_predict(
-    program: Predict, inputs: Mapping[str, Any], over: Overrides = Overrides()
-) -> Iterator[StreamEvent | Prediction]:
+    program: Predict[_In, _Out], inputs: Mapping[str, Any], over: Overrides = Overrides()
+) -> Iterator[StreamEvent | _Out]:
     """The generator behind :meth:`Predict.stream` (see the module docstring)."""
     hooks = _ModuleCall(program, inputs)
     try:
@@ -247,8 +252,8 @@ def stream_predict(
 
 
 async def astream_predict(
-    program: Predict, inputs: Mapping[str, Any], over: Overrides = Overrides()
-) -> AsyncIterator[StreamEvent | Prediction]:
+    program: Predict[_In, _Out], inputs: Mapping[str, Any], over: Overrides = Overrides()
+) -> AsyncIterator[StreamEvent | _Out]:
     """The async generator behind :meth:`Predict.astream` (no threads: one task on this loop)."""
     hooks = _ModuleCall(program, inputs)
     task: asyncio.Task[Any] | None = None

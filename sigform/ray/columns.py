@@ -56,7 +56,7 @@ def _enum_value(value: Any) -> Any:
     return value.value if isinstance(value, enum.Enum) else value
 
 
-def _iso(value: Any) -> str:
+def _iso(value: datetime.date | datetime.time) -> str:
     return value.isoformat()
 
 

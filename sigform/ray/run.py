@@ -83,7 +83,7 @@ def _input_names(program: Any) -> tuple[str, ...]:
     return named
 
 
-def _credential_reference(credentials: Any) -> str | Callable[[], str] | None:
+def _credential_reference(credentials: str | Callable[[], str] | None) -> str | Callable[[], str] | None:
     if credentials is None or callable(credentials):
         return credentials
     if isinstance(credentials, str) and credentials.strip().startswith(("env:", "cmd:")):

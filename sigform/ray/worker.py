@@ -71,7 +71,7 @@ def pack_program(program: Any) -> bytes:
 
     from sigform.signatures.signature import Signature, SignatureMeta
 
-    class _Pickler(cloudpickle.Pickler):  # type: ignore[misc,name-defined]
+    class _Pickler(cloudpickle.Pickler):
         def reducer_override(self, obj: Any) -> Any:
             if isinstance(obj, SignatureMeta) and obj is not Signature:
                 fields = [

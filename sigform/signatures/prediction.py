@@ -214,7 +214,7 @@ class Prediction(Record):
             return self._store == other._store
         return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]  # mutable
+    __hash__ = None  # mutable
 
     @property
     def _raw(self) -> str | None:

@@ -244,9 +244,9 @@ class SignatureMeta(type):
             raise SignatureError(f"{cls.__name__} has no field `{name}` to delete")
         return cls._derive([s for s in cls._fields.values() if s.name != name], _Keep)
 
-    def equals(cls, other: Any) -> bool:
+    def equals(cls, other: object) -> bool:
         """Content equality, same as ``==``."""
-        return cls == other
+        return bool(cls == other)
 
     # ---- state ----------------------------------------------------------------------------------
     def dump_state(cls) -> dict[str, Any]:

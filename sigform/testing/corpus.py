@@ -56,7 +56,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def same(got: Any, want: Any) -> bool:
+def same(got: object, want: object) -> bool:
     """The corpus comparison of two plain values."""
     if isinstance(got, bool) or isinstance(want, bool):
         return isinstance(got, bool) and isinstance(want, bool) and got == want

@@ -40,7 +40,8 @@ from typing import Any, NamedTuple
 
 from sigform.errors import BadRequestError, ScriptError
 from sigform.excerpt import shorten
-from sigform.lm.interface import Completion, Message, ToolCall, Usage
+from sigform.lm.interface import Completion, ToolCall, Usage
+from sigform.message import Message
 from sigform.probes import probe
 
 __all__ = ["DEFAULT_FEATURES", "ScriptError", "ScriptedCall", "ScriptedLM", "last_user_text"]

@@ -165,7 +165,7 @@ class _Connection:
             if self.ready is None:
                 self.loop = _loop.background_loop()
                 self.ready = concurrent.futures.Future()
-                self.done = asyncio.run_coroutine_threadsafe(self._serve(), self.loop)  # type: ignore[assignment]
+                self.done = asyncio.run_coroutine_threadsafe(self._serve(), self.loop)
         if not await _settled(self.ready, timeout):
             await self.stop()
             raise MCPServerError(f"{self.label} did not finish starting within {timeout:g}s")
@@ -519,7 +519,7 @@ class MCPClient:
         seen: dict[str, str] = {}
         for spec in specs:
             if isinstance(rule, bool) or callable(rule):
-                needs: ApprovalRule = rule  # type: ignore[assignment]
+                needs: ApprovalRule = rule
             else:
                 needs = spec.name in rule
             tool = MCPTool(self, spec, requires_approval=needs, **self._tool_options)

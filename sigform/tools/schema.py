@@ -112,7 +112,7 @@ def args_model_from_function(func: Callable[..., Any], model_name: str) -> type[
         description = docs.get(name)
         fields[name] = (annotation, Field(default, description=description) if description else default)
     try:
-        return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload, no-any-return]
+        return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
     except Exception as exc:
         raise ToolError(f"tool function {model_name}: its parameters cannot form a schema: {exc}") from exc
 

@@ -39,7 +39,11 @@ def render_value(value: Any, annotation: Any = None) -> str:
         return plain_text(value)
     hook = getattr(type(value), "__sigform_render__", None)
     if hook is not None:
-        return hook(value)
+        rendered = hook(value)
+        if not isinstance(rendered, str):
+            got = type(rendered).__name__
+            raise TypeError(f"{type(value).__name__}.__sigform_render__ returned {got}, not str")
+        return rendered
     if isinstance(value, (list, tuple)) and value and all(_hooked(v) for v in value):
         return "\n".join(type(v).__sigform_render__(v) for v in value)
     numbered, ambiguous = (True, False) if annotation is None else _annotation_rules(annotation)

@@ -20,6 +20,7 @@ import copy
 import threading
 from typing import Any
 
+from sigform.jsonvalue import JSON, JSONObject
 from sigform.probes import probe
 from sigform.types.inspection import cache_key, split_optional, strip_annotated
 
@@ -82,20 +83,21 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
     recursive = _recursive_defs(defs)
     needed: dict[str, Any] = {}
 
-    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+    def walk(node: JSON, stack: tuple[str, ...]) -> JSON:
         if isinstance(node, list):
             return [walk(v, stack) for v in node]
-        if not isinstance(node, dict):
-            return node
+        return walk_object(node, stack) if isinstance(node, dict) else node
+
+    def walk_object(node: JSONObject, stack: tuple[str, ...]) -> JSONObject:
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             name = ref[len("#/$defs/") :]
             if name in defs and name not in recursive and name not in stack:
-                inlined = walk(defs[name], (*stack, name))
+                inlined = walk_object(defs[name], (*stack, name))
                 extra = {k: walk(v, stack) for k, v in node.items() if k != "$ref" and k != "title"}
                 return _order({**inlined, **extra})
             needed.setdefault(name, None)
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         for k, v in node.items():
             if k == "title":
                 continue
@@ -107,12 +109,12 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
                 out[k] = walk(v, stack)
         return _order(out)
 
-    result = walk(schema, ())
-    done: dict[str, Any] = {}
+    result = walk_object(schema, ())
+    done: JSONObject = {}
     while len(done) < len(needed):
         for name in list(needed):
             if name not in done:
-                done[name] = walk(defs[name], (name,))
+                done[name] = walk_object(defs[name], (name,))
     if done:
         result["$defs"] = done
     return result
@@ -148,7 +150,7 @@ def _recursive_defs(defs: dict[str, Any]) -> set[str]:
     return out
 
 
-def _order(node: dict[str, Any]) -> dict[str, Any]:
+def _order(node: JSONObject) -> JSONObject:
     out = {k: node[k] for k in _FIRST if k in node}
     out.update((k, v) for k, v in node.items() if k not in out)
     return out

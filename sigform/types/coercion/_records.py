@@ -246,7 +246,9 @@ class RecordNode(Node):
                 if isinstance(inner, dict):
                     return self._from_dict(inner, False, self._unwrap(key, wrappers))
                 if isinstance(inner, str) and inner.strip():
-                    return self._from_text(inner, self._unwrap(key, wrappers))
+                    # text parses to JSON or `key: value` lines, never an instance: a field dict
+                    unwrapped: dict[str, Any] = self._from_text(inner, self._unwrap(key, wrappers))
+                    return unwrapped
         out: dict[str, Any] = {}
         seen: dict[str, Any] = {}
         for key, raw in data.items():
