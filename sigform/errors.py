@@ -27,6 +27,7 @@ The hierarchy (a second base class lets ``except ValueError`` / ``except TypeErr
     ├── CacheEntryError (ValueError) ....... a stored cache value is no valid entry (a miss)
     ├── MalformedResponseError (ValueError)  an HTTP 200 body that is not a chat completion
     ├── ScriptError ........................ the scripted test LM cannot answer a call
+    ├── NoSuchField (KeyError) ............. ``example[key]`` for a field it does not hold
     ├── NotRegularFile (OSError) ........... a data file's path names a FIFO, device or folder
     ├── FileLocked (OSError) ............... another process holds a data file's write lock
     └── LMError ............................ a language-model call failed
@@ -73,6 +74,7 @@ __all__ = [
     "MCPServerError",
     "MalformedResponseError",
     "MetricValueError",
+    "NoSuchField",
     "NotRegularFile",
     "ParameterError",
     "ParseError",
@@ -106,6 +108,24 @@ class FileLocked(SigformError, OSError):
         super().__init__(message)
         self.path = path
         self.holder = holder
+
+
+class NoSuchField(SigformError, KeyError):
+    """``record[key]`` for a key an Example or Prediction does not hold; the message names its
+    fields and the closest one (built only when shown: a missing key is often expected)."""
+
+    def __init__(self, owner: str, key: object, fields: tuple[str, ...]) -> None:
+        super().__init__(key)
+        self.owner, self.key, self.fields = owner, key, fields
+
+    def __str__(self) -> str:
+        import difflib  # only when the message is shown
+
+        key = self.key if isinstance(self.key, str) else ""
+        close = difflib.get_close_matches(key, self.fields, n=1) if key else []
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        fields = ", ".join(map(repr, self.fields)) or "(none)"
+        return f"{self.owner} has no field {shorten(repr(self.key), 60)}{hint}; fields: {fields}"
 
 
 class SignatureError(SigformError, TypeError):

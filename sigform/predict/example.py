@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import ItemsView, Iterable, KeysView, Mapping, ValuesView
 from typing import Any, Literal
 
+from sigform.errors import InputError
+from sigform.excerpt import shorten
 from sigform.signatures.display import record_html, record_repr, record_rich
 from sigform.signatures.prediction import Record
 
@@ -155,10 +157,19 @@ def as_example(item: Example | Mapping[str, Any] | Record) -> Example:
     raise TypeError(f"expected an Example or a dict, got {type(item).__name__}")
 
 
-def as_examples(items: Iterable[Example | Mapping[str, Any]] | None) -> list[Example]:
-    """A list of Examples from examples and/or dicts (None -> empty)."""
+def as_examples(items: Iterable[Example | Mapping[str, Any]] | None, what: str = "example") -> list[Example]:
+    """A list of Examples from examples and/or dicts (None -> empty); ``what`` names one item in
+    errors (``"Predict(Answer): demo"``)."""
     if items is None:
         return []
     if isinstance(items, (Mapping, Record, str)):
-        raise TypeError("expected a list of examples, got a single " + type(items).__name__)
-    return [as_example(item) for item in items]
+        raise InputError(f"{what}s: expected a list of examples, got a single {type(items).__name__}")
+    out = []
+    for index, item in enumerate(items):
+        if not isinstance(item, (Mapping, Record)):
+            raise InputError(
+                f"{what} #{index} is {type(item).__name__} {shorten(repr(item), 60)}; expected an "
+                "Example or a dict of field values, e.g. {'question': ..., 'answer': ...}"
+            )
+        out.append(as_example(item))
+    return out

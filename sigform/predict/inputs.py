@@ -21,14 +21,14 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sigform.errors import InputError, SigformError
+from sigform.errors import InputError, ParameterError, SigformError
 from sigform.excerpt import shorten
 from sigform.probes import probe
 from sigform.settings import get_setting
 from sigform.signatures import FieldSpec
 from sigform.types.unicode_text import lone_surrogate
 
-__all__ = ["InputChecker"]
+__all__ = ["InputChecker", "check_options"]
 
 _MISSING = object()
 Validator = Callable[[Any], Any]
@@ -225,6 +225,73 @@ class InputChecker:
         elif mode != "ignore":
             raise SigformError(f"setting unknown_inputs must be 'error', 'warn' or 'ignore', got {mode!r}")
         return {k: v for k, v in inputs.items() if k in self._names}
+
+
+# what the LM itself is and where it is: never a per-call request setting
+_LM_OWN = frozenset({"model", "api_base", "base_url", "provider", "model_type"})
+
+
+def check_options(owner: type, options: Mapping[str, Any]) -> None:
+    """Refuse what ``owner(..., **options)`` (a program's request settings) cannot mean:
+    a misspelled argument of ``owner`` (``lmm=lm`` went into the settings and was sent to the
+    default model), the LM's own model or endpoint, or an object that is no request value.
+    Any other name is passed to the provider as it is (``top_k=40``)."""
+    for name, value in options.items():
+        problem = _option_problem(owner, name, value)
+        if problem:
+            params = ", ".join(f"{p}=" for p in _init_parameters(owner))
+            raise ParameterError(
+                f"{owner.__name__}: unknown argument `{name}` ({problem}); its arguments are {params} "
+                "and LM request settings such as temperature=0 or max_tokens=200 (JSON values)"
+            )
+
+
+def _option_problem(owner: type, name: str, value: Any) -> str | None:
+    import difflib  # only reached for programs built with request settings
+
+    from sigform.lm.credentials import CONNECTION_SETTINGS, is_secret_name
+
+    # per-call credentials and connection settings are the LM's to resolve (values may be
+    # callables or env:/cmd: references)
+    if _is_lm_setting(name) or name in CONNECTION_SETTINGS or is_secret_name(name):
+        return None
+    if name in ("extra_headers", "rollout_id"):
+        return None
+    close = difflib.get_close_matches(name, _init_parameters(owner), n=1, cutoff=0.75)
+    if close:
+        return f"did you mean `{close[0]}=`?"
+    if name in _LM_OWN:
+        return f"`{name}` belongs to the LM: pass lm=sf.LM(...) with it"
+    if not _is_json_value(value):
+        return f"a {type(value).__name__} is no request setting"
+    return None
+
+
+def _is_json_value(value: Any, depth: int = 0) -> bool:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True
+    if depth > 32:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_is_json_value(v, depth + 1) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _is_json_value(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _init_parameters(owner: type) -> list[str]:
+    """The named parameters of ``owner``'s constructors, subclass first."""
+    import inspect
+
+    out: list[str] = []
+    for klass in owner.__mro__:
+        init = vars(klass).get("__init__")
+        if init is None or klass is object:
+            continue
+        for p in inspect.signature(init).parameters.values():
+            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in out:
+                out.append(p.name)
+    return out
 
 
 def _is_lm_setting(name: str) -> bool:

@@ -24,7 +24,7 @@ from sigform import warmup
 from sigform.errors import InputError, ParseError, SignatureError
 from sigform.predict import context_vars
 from sigform.predict.example import Example, as_examples
-from sigform.predict.inputs import InputChecker
+from sigform.predict.inputs import InputChecker, check_options
 from sigform.predict.module import Module
 from sigform.predict.persistence import public_options
 from sigform.settings import get_setting
@@ -162,6 +162,8 @@ class Predict(Module, Generic[_In, _Out]):
         self.lm = lm
         self.adapter = adapter
         self.callbacks = list(callbacks) if callbacks else None
+        if lm_kwargs:
+            check_options(type(self), lm_kwargs)
         self.config: dict[str, Any] = dict(lm_kwargs)
         # chooses extra demos per call from the inputs (nearest neighbours: sigform.optimize.KNNDemos)
         self.demo_selector: Any = None
@@ -185,7 +187,7 @@ class Predict(Module, Generic[_In, _Out]):
 
     @demos.setter
     def demos(self, value: Sequence[Example | Mapping[str, Any]] | None) -> None:
-        demos = as_examples(value)
+        demos = as_examples(value, f"{type(self).__name__}({self.signature.__name__}): demo")
         for index, demo in enumerate(demos):  # checked as inputs are: a wrong value is not sent
             self._checker.check_demo(index, demo._store)
         self._demos = demos
@@ -263,7 +265,10 @@ class Predict(Module, Generic[_In, _Out]):
                 adapter = get_setting("adapter")
                 if adapter is None:
                     adapter = default_adapter()
-        demo_list = self.demos if demos is None else as_examples(demos)
+        if demos is None:
+            demo_list = self.demos
+        else:
+            demo_list = as_examples(demos, f"{self.signature.__name__}: per-call demo")
         if demos is None and self.demo_selector is not None:
             demo_list = [*demo_list, *self.demo_selector.select(checked)]
         # the adapter only reads demos; hand it the underlying dicts without copying

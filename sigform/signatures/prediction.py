@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, overload
 
+from sigform.errors import NoSuchField
 from sigform.lm.interface import Completion, Usage
 from sigform.signatures.display import record_html, record_repr, record_rich
 
@@ -62,7 +63,10 @@ class Record:
             raise AttributeError(name) from None
 
     def __getitem__(self, key: str) -> Any:
-        return self._store[key]
+        try:
+            return self._store[key]
+        except KeyError:
+            raise NoSuchField(type(self).__name__, key, tuple(self._store)) from None
 
     def __setitem__(self, key: str, value: Any) -> None:
         self._store[key] = value

@@ -361,9 +361,12 @@ class Signature(Prediction, metaclass=SignatureMeta):
         if unknown:
             import difflib
 
-            close = difflib.get_close_matches(unknown[0], [*names, *cls.output_fields], n=1)
+            output = unknown[0] in cls.output_fields
+            # an output's name is no typo of itself: only inputs are suggested for it
+            candidates = names if output else [*names, *cls.output_fields]
+            close = difflib.get_close_matches(unknown[0], candidates, n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else ""
-            kind = "an output: a program fills it" if unknown[0] in cls.output_fields else "not an input"
+            kind = "an output: a program fills it" if output else "not an input"
             raise InputError(
                 f"{cls.__name__}: `{unknown[0]}` is {kind}{hint}; "
                 f"inputs are {', '.join(f'`{n}`' for n in names) or '(none)'}"

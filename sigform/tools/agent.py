@@ -29,7 +29,7 @@ from sigform.errors import FieldValueError, SignatureError, ToolError
 from sigform.hooks import Callback
 from sigform.lm.interface import Completion, Usage
 from sigform.message import Message
-from sigform.predict.inputs import InputChecker
+from sigform.predict.inputs import InputChecker, check_options
 from sigform.predict.module import Module
 from sigform.predict.predict import SignatureLike, default_lm, ensure_signature
 from sigform.settings import get_setting
@@ -103,6 +103,8 @@ class Agent(Module):
         self.native = native
         self.parallel_tools = parallel_tools
         self.callbacks = list(callbacks) if callbacks else None
+        if lm_kwargs:
+            check_options(type(self), lm_kwargs)
         self.config: dict[str, Any] = dict(lm_kwargs)
 
     # a property, as on Predict, so that replacing the signature also replaces its input checker
