@@ -219,6 +219,8 @@ class Checkpoint:
         program elsewhere passes the digest its driver computed). ``write=False`` only reads the
         finished rows (no lock: the file may still be another process's, e.g. a Ray worker's)."""
         self.path = Path(path)
+        # "finished/" names a folder even when there is none yet (Path() drops the slash)
+        self._folder = os.fspath(path).endswith(("/", os.sep))
         self.digest = digest if digest is not None else program_digest(program)
         self._codec = _Codec(
             _declared_outputs(program), _exact_outputs(program), getattr(program, "_result", Prediction)
@@ -237,16 +239,26 @@ class Checkpoint:
         """The file opened for appending and locked for this run, its finished rows loaded."""
         from sigform.files import FileLocked, NotRegularFile, describe_process, lock_exclusive, open_regular
 
-        if self.path.is_dir():  # else a bare IsADirectoryError: checkpoint="finished/" is Ray's form
+        if self._folder or self.path.is_dir():  # checkpoint="finished/" is Ray's form
             raise CheckpointError(
                 f"{self.path}: is a folder; batch() takes a checkpoint file, e.g. "
                 f"checkpoint={str(self.path / 'run.jsonl')!r} (a folder is sigform.ray.map_program's form)"
             )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_symlink() and not self.path.exists():  # opening would create its target
+            raise CheckpointError(
+                f"{self.path}: is a symlink to {os.readlink(self.path)!r}, which does not exist; "
+                "remove the link or give batch() another checkpoint path"
+            )
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         except NotRegularFile as exc:
             raise CheckpointError(f"{exc}; give batch() a checkpoint file") from None
+        except OSError as exc:  # a denied folder, a file where a folder should be, ...
+            raise CheckpointError(
+                f"{self.path}: cannot open the checkpoint ({exc.strerror or exc}); give batch() a "
+                "path you can write"
+            ) from None
         # appends only (O_APPEND): every write lands at the end, never over another line
         handle: BinaryIO = os.fdopen(fd, "a+b")
         try:
@@ -260,6 +272,16 @@ class Checkpoint:
                 ) from None
             handle.seek(0)
             data = handle.read()
+            if self._torn_header(data):
+                # this program's first line, cut off by a crash before any row: nothing to keep
+                warnings.warn(
+                    f"{self.path}: its first line was cut off (the run writing it stopped before any "
+                    "row was recorded); the checkpoint starts again",
+                    CheckpointWarning,
+                    stacklevel=4,
+                )
+                handle.truncate(0)
+                data = b""
             if not data:
                 self._append(handle, {"format": FORMAT, "version": VERSION, "program": self.digest})
                 return handle
@@ -280,8 +302,14 @@ class Checkpoint:
             raise CheckpointError(f"{exc}; give batch() a checkpoint file") from None
         with os.fdopen(fd, "rb") as handle:
             data = handle.read()
-        if data:  # an empty file: its writer has not written the header yet
+        if data and not self._torn_header(data):  # else no header yet, or one cut off: no rows
             self._read(data)
+
+    def _torn_header(self, data: bytes) -> bool:
+        """Whether ``data`` is the start of this program's first line and nothing else: a
+        header cut off by a crash (or zeros where its write was lost), before any row."""
+        header = _line({"format": FORMAT, "version": VERSION, "program": self.digest})
+        return bool(data) and b"\n" not in data and header.startswith(data.rstrip(b"\0"))
 
     def _read(self, data: bytes) -> int:
         """Load the finished rows from the file's ``data``; returns the byte length to keep.
@@ -292,7 +320,11 @@ class Checkpoint:
         complete = data.rfind(b"\n") + 1
         lines = data[:complete].split(b"\n")[:-1]
         if not lines:
-            raise CheckpointError(f"{self.path}: not a sigform checkpoint (no complete first line)")
+            raise CheckpointError(
+                f"{self.path}: not a sigform checkpoint of this program (no complete first line: "
+                f"{len(data)} bytes that do not start this program's header); delete the file to start "
+                "over, or give batch() a new path"
+            )
         self._check_header(lines[0])
         keep, torn = complete, len(lines) + 1 if complete < len(data) else None
         for number, raw in enumerate(lines[1:], start=2):
@@ -393,7 +425,7 @@ class Checkpoint:
 
     @staticmethod
     def _append(handle: BinaryIO, entry: Mapping[str, Any]) -> None:
-        handle.write((json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+        handle.write(_line(entry))
         handle.flush()
         os.fsync(handle.fileno())
 
@@ -406,6 +438,11 @@ class Checkpoint:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _line(entry: Mapping[str, Any]) -> bytes:
+    """One line of the file, as it is written."""
+    return (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 class ResumedRun:
