@@ -14,6 +14,8 @@ import hashlib
 import json
 import math
 import os
+import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -108,10 +110,14 @@ def normalise(value: Any) -> Any:
 
 @memoised_by_url  # asked on every call
 def endpoint_of(url: str) -> str:
-    """``url`` as one canonical endpoint: scheme and host in lower case, the default port and a
-    trailing ``/`` dropped, the remaining query sorted, and no credentials (user info and secret
-    query values: :func:`credential_identity` holds those, keyed). ``.../v1`` and ``.../v1/``
-    are one endpoint."""
+    """``url`` as one canonical endpoint: scheme and host in lower case, the host's trailing
+    ``.`` (``api.openai.com.``), the default port and a trailing ``/`` dropped, percent-encoded
+    unreserved characters decoded (``/v%31`` is ``/v1``) and other escapes in upper case, dot
+    segments resolved (``/v1/./`` is ``/v1``), the remaining query sorted, and no credentials
+    (user info and secret query values: :func:`credential_identity` holds those, keyed).
+    ``.../v1`` and ``.../v1/`` are one endpoint. Names are not resolved: ``localhost`` and
+    ``127.0.0.1`` stay two (a name may resolve to ``::1`` or another address; resolving would
+    make the identity depend on the resolver and cost a lookup per key)."""
     bare = strip_url_credentials(url.strip())
     try:
         parts = split_url(bare)
@@ -120,13 +126,50 @@ def endpoint_of(url: str) -> str:
         parts = None
     if parts is None or not parts.scheme or not parts.netloc:  # no URL ("user:pw@host/v1": scheme "user")
         return bare.split("?")[0].rpartition("@")[2].rstrip("/")
-    host = parts.hostname or ""
+    host = _unescape(parts.hostname or "").lower().removesuffix(".")
     if ":" in host:  # an IPv6 literal
         host = f"[{host}]"
     if port is not None and port != {"http": 80, "https": 443}.get(parts.scheme):
         host = f"{host}:{port}"
-    query = "&".join(sorted(pair for pair in parts.query.split("&") if pair))
-    return f"{parts.scheme}://{host}{parts.path.rstrip('/')}" + (f"?{query}" if query else "")
+    query = "&".join(sorted(_unescape(pair) for pair in parts.query.split("&") if pair))
+    path = _without_dot_segments(_unescape(parts.path)).rstrip("/")
+    return f"{parts.scheme}://{host}{path}" + (f"?{query}" if query else "")
+
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+
+
+def _unescape(text: str) -> str:
+    """RFC 3986's percent-encoding normalisation: an escaped unreserved character is the
+    character; any other escape is kept, its hex digits in upper case."""
+    if "%" not in text:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        char = chr(int(m.group(1), 16))
+        return char if char in _UNRESERVED else "%" + m.group(1).upper()
+
+    return _ESCAPE.sub(one, text)
+
+
+def _without_dot_segments(path: str) -> str:
+    """``path`` with ``.`` and ``..`` segments resolved (RFC 3986, 5.2.4): ``/v1/./`` -> ``/v1/``,
+    ``/a/../v1`` -> ``/v1``; ``..`` never climbs above the root."""
+    if "." not in path:
+        return path
+    out: list[str] = []
+    segments = path.split("/")
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        if segment in (".", ".."):
+            if segment == ".." and len(out) > 1:
+                out.pop()
+            if last:
+                out.append("")  # "/v1/." names the folder: "/v1/"
+        else:
+            out.append(segment)
+    return "/".join(out) if out != [""] else "/"
 
 
 # the environment variables that move a provider's default endpoint: OPENAI_BASE_URL,

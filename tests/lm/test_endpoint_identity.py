@@ -66,6 +66,36 @@ def test_one_endpoint_spelled_two_ways_is_one_identity() -> None:
     assert endpoint_of("http://[::1]:8000/v1/") == "http://[::1]:8000/v1"
 
 
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "https://api.openai.com/v%31",  # an escaped unreserved character
+        "https://api.openai.com./v1",  # the host's trailing dot (a fully qualified name)
+        "https://api.openai.com/v1/./",  # a dot segment
+        "https://api.openai.com/v1/.",
+        "https://api.openai.com/beta/../v1",
+        "https://api.openai.com/v1/%2E/",
+        "https://API.OpenAI.com.:443/v%31/./",
+    ],
+)
+def test_rfc_3986_spellings_of_one_endpoint_are_one_identity_and_one_bucket(spelling: str) -> None:
+    # each was a second cache entry and a second rate-limit bucket (an attack on the first fix)
+    plain = "https://api.openai.com/v1"
+    assert endpoint_of(spelling) == endpoint_of(plain) == plain
+    assert cache_key(_request(spelling)) == cache_key(_request(plain))
+    kw = {"api_key": "k", "rpm": 600, "cache": False}
+    assert limiter_of(sf.LM("openai/gpt-4o-mini", api_base=spelling, **kw)) is limiter_of(
+        sf.LM("openai/gpt-4o-mini", api_base=plain, **kw)
+    )
+
+
+def test_escapes_that_change_the_path_and_names_that_need_resolving_stay_apart() -> None:
+    assert endpoint_of("https://h/v1%2fchat") == endpoint_of("https://h/v1%2Fchat") != endpoint_of("https://h/v1/chat")
+    assert endpoint_of("https://h/v1/../../v2") == "https://h/v2"  # never above the root
+    # not resolved: localhost may be ::1, or another address in /etc/hosts; one bucket per name
+    assert endpoint_of("http://localhost:8000/v1") != endpoint_of("http://127.0.0.1:8000/v1")
+
+
 def test_v1_and_v1_slash_share_one_rate_limit_bucket() -> None:
     # two buckets let 22 requests through in one second at rpm=600
     with OpenAIChatFake(default=Reply("hi")) as fake:
