@@ -167,6 +167,13 @@ def test_a_schema_becomes_the_servers_constraint() -> None:
     assert completion_params({"response_format": {"type": "json_object"}}, grammar=False) == {}
 
 
+def test_llama_cpp_pythons_server_is_asked_not_to_penalise_copying() -> None:
+    # its default repeat_penalty (1.1) penalises the input tokens an extraction copies
+    assert completion_params({"stop": ["x"]}, grammar=True) == {"stop": ["x"], "repeat_penalty": 1.0}
+    assert completion_params({"repeat_penalty": 1.3}, grammar=True) == {"repeat_penalty": 1.3}
+    assert completion_params({}, grammar=False) == {}  # llama.cpp's server: 1.0 already
+
+
 def test_the_grammar_keeps_the_fields_in_the_signatures_order() -> None:
     # the demos show the fields in the signature's order; a grammar with sorted keys made the
     # base model write `currency` before `vendor` (dev split: events 8% -> 33% right once fixed)
