@@ -1,10 +1,14 @@
-"""9. The real-model suite on the embedded model: every sigform adapter vs DSPy's, and the
-40-line grammar script (``--local``; see ``benchmarks/real_suite/``).
+"""9. The real-model suite on the embedded model: every sigform adapter in both modes vs DSPy's,
+and the two 40-line scripts (``--local``; see ``benchmarks/real_suite/``).
 
 Four typed extraction tasks (people, invoices, recipes, a nested event model), 88 held-out
 ``test`` examples, 3 demos per task, one dedicated ``sigform.local.serve()`` server for every
-program, temperature 0, ``max_tokens`` 256. Rows pair each sigform adapter with DSPy's adapter
-of the same format; the grammar script and sigform's TwoStepAdapter have no DSPy counterpart.
+program, temperature 0, ``max_tokens`` 256. The embedded model is a base model: ``@text`` rows
+send one plain-text few-shot document to text completions, ``@chat`` rows go through the chat
+template. Rows pair each sigform adapter and mode with DSPy's adapter of the same format and
+mode (DSPy's ``model_type="text"`` LM for ``@text``); the default (``auto``, the detected mode)
+is shown against the plain completion script and yesterday's default (``auto@chat``); TwoStep has
+no DSPy counterpart.
 """
 
 from __future__ import annotations
@@ -14,14 +18,24 @@ from typing import Any
 from benchmarks.common import Row, Section
 
 SECTION = "9 real suite"
-PAIRS = (("chat", "dspy:chat"), ("json", "dspy:json"), ("xml", "dspy:xml"), ("two-step", None))
+PAIRS = (
+    ("auto", None),
+    ("auto@chat", None),
+    *(
+        (f"{a}@{mode}", f"dspy:{a}{'@text' if mode == 'text' else ''}")
+        for a in ("chat", "json", "xml")
+        for mode in ("text", "chat")
+    ),
+    ("two-step@text", None),
+    ("two-step@chat", None),
+)
 
 
 def _rows(
     label: str,
     ours: dict[str, Any],
     theirs: dict[str, Any] | None,
-    grammar: dict[str, Any] | None,
+    totals: dict[str, dict[str, Any]],
 ) -> list[Row]:
     def pick(key: str, scale: float = 1.0) -> tuple[float, float | None]:
         return ours[key] * scale, (theirs[key] * scale if theirs else None)
@@ -31,7 +45,13 @@ def _rows(
     pf, pf_d = pick("parse_failures")
     tok, tok_d = pick("completion_tokens")
     secs, secs_d = pick("seconds_per_example")
-    note = f"grammar script {100 * grammar['accuracy']:.1f}%" if grammar else ""
+    # the default's yardsticks: the plain completion script and yesterday's default
+    yardsticks = ("completion", "sigform:auto@chat") if label == "auto" else ("grammar",)
+    note = ", ".join(
+        f"{name.removeprefix('sigform:')} {100 * totals[name]['accuracy']:.1f}%"
+        for name in yardsticks
+        if name in totals
+    )
     return [
         Row(
             SECTION,
@@ -85,33 +105,34 @@ def _rows(
 
 
 def run(with_dspy: bool = True) -> Section:
-    from benchmarks.real_suite.run import ALL_PROGRAMS, run_all
+    from benchmarks.real_suite.run import LOCAL_PROGRAMS, run_all
     from benchmarks.real_suite.tasks import select
 
-    programs = [p for p in ALL_PROGRAMS if with_dspy or not p.startswith("dspy:")]
+    programs = [p for p in LOCAL_PROGRAMS if with_dspy or not p.startswith("dspy:")]
     suite = run_all(programs, select(None), split="test")
     totals = {r["program"]: r["total"] for r in suite["results"]}
-    grammar = totals.get("grammar")
     section = Section("real_suite")
     for adapter, other in PAIRS:
         section.rows += _rows(
-            adapter, totals[f"sigform:{adapter}"], totals.get(other) if other else None, grammar
+            adapter, totals[f"sigform:{adapter}"], totals.get(other) if other else None, totals
         )
-    if grammar:
-        section.rows.append(
-            Row(
-                SECTION,
-                "grammar script (no framework): all fields right",
-                "%",
-                100 * grammar["accuracy"],
-                None,
-                None,
-                ratio_desc="",
-                note=f"{grammar['parse_failures']} parse failures, "
-                f"{grammar['completion_tokens']} completion tokens, "
-                f"{grammar['seconds_per_example']:.2f} s/example",
+    for name, label in (("completion", "completion script"), ("grammar", "grammar script (chat)")):
+        script = totals.get(name)
+        if script:
+            section.rows.append(
+                Row(
+                    SECTION,
+                    f"{label} (no framework): all fields right",
+                    "%",
+                    100 * script["accuracy"],
+                    None,
+                    None,
+                    ratio_desc="",
+                    note=f"{script['parse_failures']} parse failures, "
+                    f"{script['completion_tokens']} completion tokens, "
+                    f"{script['seconds_per_example']:.2f} s/example",
+                )
             )
-        )
     from benchmarks.real_suite.report import markdown
 
     section.details = {"suite": suite, "table": markdown(suite)}

@@ -310,3 +310,35 @@ def test_base_model_programs_send_one_document_to_completions(program: str) -> N
     prompt = fake.requests[0]["prompt"]
     assert prompt.startswith(task.instructions) and prompt.endswith("\nJSON:")
     assert 'JSON: {"vendor": "Brightline Printing"' in prompt  # the demos are records
+
+
+def test_the_local_benchmark_runs_every_adapter_in_both_modes_and_dspys_rows(monkeypatch: Any) -> None:
+    from benchmarks import real_model
+    from benchmarks.real_suite import run as run_module
+
+    asked: list[str] = []
+
+    def fake_run_all(programs: list[str], tasks: Any, *, split: str) -> dict[str, Any]:
+        asked.extend(programs)
+        total = {
+            "examples": 88,
+            "right": 44,
+            "accuracy": 0.5,
+            "parse_failures": 0,
+            "calls": 88,
+            "prompt_tokens_per_call": 240,
+            "completion_tokens": 3000,
+            "seconds_per_example": 10.0,
+        }
+        return {"results": [{"program": p, "total": total} for p in programs], "split": split, "tasks": []}
+
+    monkeypatch.setattr(run_module, "run_all", fake_run_all)
+    monkeypatch.setattr("benchmarks.real_suite.report.markdown", lambda suite: "")
+    section = real_model.run(with_dspy=True)
+    for adapter in ("chat", "json", "xml", "two-step"):
+        assert {f"sigform:{adapter}@text", f"sigform:{adapter}@chat"} <= set(asked)
+    assert {"sigform:auto", "sigform:auto@chat", "completion", "grammar", "dspy:xml", "dspy:xml@text"} <= set(asked)
+    rows = {row.metric: row for row in section.rows}
+    assert rows["xml@text: all fields right (88 examples)"].dspy == 50  # against DSPy's text-mode XML
+    assert "completion 50.0%" in rows["auto: all fields right (88 examples)"].note
+    assert "completion script (no framework): all fields right" in rows

@@ -47,6 +47,7 @@ def configure(job: dict[str, Any], adapter: str) -> Any:
         temperature=0.0,
         max_tokens=job["max_tokens"],
         engine="litellm",
+        model_type=job.get("model_type", "chat"),  # "text": litellm's text completions
     )
     dspy.configure(lm=lm, adapter=ADAPTERS[adapter]())
     return lm

@@ -3,6 +3,7 @@
     python -m benchmarks.real_suite --adapter chat --limit 5          # quick: sigform chat, dev split
     python -m benchmarks.real_suite --adapter json,xml --task invoice --show-failures
     python -m benchmarks.real_suite --dspy json --grammar --split test
+    python -m benchmarks.real_suite --dspy xml,xml@text --adapter xml@text,xml@chat   # XML vs DSPy's XML
     python -m benchmarks.real_suite --adapter auto,auto@chat --completion   # base-model modes
     python -m benchmarks.real_suite --split test                      # every program (the results table)
 
@@ -50,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         "--adapter", help=f"sigform adapters, comma-separated or 'all' ({', '.join(ADAPTERS)})"
     )
     parser.add_argument(
-        "--dspy", help=f"DSPy adapters, comma-separated or 'all' ({', '.join(DSPY_ADAPTERS)})"
+        "--dspy",
+        help=f"DSPy adapters, comma-separated or 'all' ({', '.join(DSPY_ADAPTERS)}; "
+        "<adapter>@text: DSPy's model_type='text' LM)",
     )
     parser.add_argument("--grammar", action="store_true", help="the 40-line few-shot + schema-grammar script")
     parser.add_argument(

@@ -1,7 +1,8 @@
 """Run programs over the suite's tasks on one server and collect scored records.
 
-A *program* is ``sigform:<adapter>`` (auto: the default; chat, json, xml, two-step), ``dspy:<adapter>`` (chat,
-json, xml; DSPy 3.4.1 in its own virtualenv), ``grammar`` (the 40-line chat script) or
+A *program* is ``sigform:<adapter>`` (auto: the default; chat, json, xml, two-step),
+``dspy:<adapter>`` (chat, json, xml; DSPy 3.4.1 in its own virtualenv; ``dspy:<adapter>@text``:
+its ``model_type="text"`` LM), ``grammar`` (the 40-line chat script) or
 ``completion`` (the 40-line plain-text completion script for base models). A sigform adapter may
 carry the LM's mode: ``sigform:json@text`` / ``@chat`` (without it: detected). Every program
 gets the same server, demos, temperature 0 and ``max_tokens``.
@@ -25,6 +26,20 @@ ALL_PROGRAMS = (
     "grammar",
     "completion",
     *(f"dspy:{a}" for a in DSPY_ADAPTERS),
+    *(f"dspy:{a}@text" for a in DSPY_ADAPTERS),  # dspy.LM(model_type="text"): text completions
+)
+# what ``python -m benchmarks --local`` runs: the default (auto, the detected mode) and
+# yesterday's default (auto@chat), every other adapter in both modes (for the embedded base model
+# the detected mode is text, so the plain ``sigform:<adapter>`` rows would repeat the @text ones),
+# both scripts and every DSPy row
+LOCAL_PROGRAMS = (
+    "sigform:auto",
+    "sigform:auto@chat",
+    *(f"sigform:{a}@{mode}" for a in sigform_side.ADAPTERS if a != "auto" for mode in ("text", "chat")),
+    "completion",
+    "grammar",
+    *(f"dspy:{a}" for a in DSPY_ADAPTERS),
+    *(f"dspy:{a}@text" for a in DSPY_ADAPTERS),
 )
 MAX_TOKENS = 256
 
@@ -124,11 +139,13 @@ def _dspy(
     from benchmarks.common import ensure_dspy_venv, run_dspy
 
     ensure_dspy_venv(lambda msg: print(msg, flush=True))
+    adapter, _, mode = adapter.partition("@")
     job = {
         "api_base": api_base,
         "model": model,
         "max_tokens": max_tokens,
         "adapter": adapter,
+        "model_type": mode or "chat",
         "jobs": [{"task": t.name, "examples": examples[t.name]} for t in tasks],
     }
     result = run_dspy("real_suite.py", stdin=json.dumps(job), timeout=7200)
