@@ -15,7 +15,9 @@ and everything it started.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import subprocess
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -119,7 +121,7 @@ class StdioServer:
                                 mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                             )
                         except ValueError as exc:  # the session reports it; the line is dropped
-                            message = exc
+                            message = _unreadable_answer(line, exc) or exc
                         await send.send(message)
                     if len(buffer) > _MAX_LINE:
                         await send.send(ValueError(f"a message longer than {_MAX_LINE} bytes was refused"))
@@ -173,6 +175,43 @@ class StdioServer:
             proc.stdin.close()
         if not await self._wait_exit(_EXIT_GRACE):
             await end_process(proc)
+
+
+# an answer's id, read from the start of a line too deep for any JSON parser to read whole (the SDK
+# writes jsonrpc, id, then result or error)
+_ANSWER_ID = re.compile(
+    rb'\A\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d{1,18})\s*,\s*"(?:result|error)"'
+)
+
+
+def _unreadable_answer(line: bytes, exc: ValueError) -> Any:
+    """An answer to a request that cannot be read (a result nested 300 deep, a field of the
+    wrong type) as an error answer to that request, so the caller fails at once with the reason
+    instead of at its timeout; None when the line names no request it answers."""
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    try:
+        data = json.loads(line)
+    except RecursionError:  # deeper than Python's parser goes: the id from the line's start
+        found = _ANSWER_ID.match(line)
+        data = {"id": int(found.group(1)), "result": None} if found else None
+    except ValueError:
+        return None
+    ident = data.get("id") if isinstance(data, dict) and ("result" in data or "error" in data) else None
+    if isinstance(ident, bool) or not isinstance(ident, (int, str)):
+        return None
+    reason = str(exc).splitlines()
+    text = f"{type(exc).__name__}: {' '.join(reason[-2:]).strip()}"[:300]
+    return SessionMessage(
+        mcp_types.JSONRPCError(
+            jsonrpc="2.0",
+            id=ident,
+            error=mcp_types.ErrorData(
+                code=mcp_types.PARSE_ERROR, message=f"its answer could not be read ({text})"
+            ),
+        )
+    )
 
 
 # -- process-wide: kept in one place ------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Run one command so that it leaves no process behind (Linux): the command tool's supervisor.
 
-:func:`sigform.tools.command.run_command` starts ``python -I -S _reaper.py STATUS_FD ARGV...``
+:func:`sigform.tools.command.run_command` starts ``python -I -S _reaper.py STATUS_FD OWNER ARGV...``
 (standard library only: it never imports sigform, so it starts in a few milliseconds). This process
 marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``) and starts the command, so every
 process the command starts stays its descendant: an orphan is re-parented to the nearest subreaper
@@ -8,6 +8,12 @@ instead of init, even one that called ``setsid()`` (which only leaves the proces
 and whose parent has exited (a double-forked daemon). When the command exits, or when this process
 receives SIGTERM (the command timed out or its call was cancelled), every descendant still running
 is killed, found by walking ``/proc``; then this process exits as the command did.
+
+It also ends everything when its owner (the process OWNER that started it) dies, however it dies,
+SIGKILL included: it asks the kernel for SIGTERM on its parent's death (``PR_SET_PDEATHSIG``), so
+a command or an MCP server that outlives a killed owner (one that ignores the end of its stdin)
+is not left running. The kernel sends it when the *thread* that started this process ends: sigform
+starts it from an event loop's thread, and a command whose loop is gone has nobody to read it.
 
 What can still escape: processes that are not descendants (handed to a service manager, ``at``, a
 container daemon, a remote host), and processes this user may not signal (setuid programs).
@@ -25,18 +31,31 @@ import sys
 import time
 from types import FrameType
 
-_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_PR_SET_CHILD_SUBREAPER = 36
 _ROUNDS = 200  # kill rounds; each waits a little for the killed to die and their orphans to arrive
 _ROUND_PAUSE = 0.005
 
 
-def become_subreaper() -> bool:
-    """Ask the kernel to re-parent this process's orphaned descendants to it (False if it cannot)."""
+def _prctl(option: int, value: int) -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+        return bool(libc.prctl(option, value, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
+
+
+def become_subreaper() -> bool:
+    """Ask the kernel to re-parent this process's orphaned descendants to it (False if it cannot)."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def end_with_owner(owner: int) -> None:
+    """SIGTERM this process when its parent dies; if ``owner`` has already died (before the
+    request was made), act on it now."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != owner:
+        _on_sigterm(signal.SIGTERM, None)
 
 
 def descendants(root: int) -> list[int]:
@@ -134,8 +153,9 @@ def _exit_like(code: int) -> None:
 
 def main(args: list[str]) -> None:
     status = os.fdopen(int(args[0]), "w")
-    command = args[1:]
+    owner, command = int(args[1]), args[2:]
     signal.signal(signal.SIGTERM, _on_sigterm)  # set first: a timeout may come at any moment
+    end_with_owner(owner)
     become_subreaper()
     os.set_inheritable(status.fileno(), False)  # the command must not hold the status pipe open
     try:  # stdin, stdout, stderr, cwd and environment are inherited (posix_spawnp: no subprocess import)

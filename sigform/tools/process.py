@@ -3,7 +3,8 @@ process it started when it exits, times out or is cancelled.
 
 On Linux each command runs under a small supervisor (:mod:`sigform.tools._reaper`, a child
 subreaper), so the processes it started that are still running when it exits, times out or is
-cancelled are killed, including ones that called ``setsid()`` or double-forked. Elsewhere (or without
+cancelled are killed, including ones that called ``setsid()`` or double-forked; so is everything
+when the process that started it dies, even by SIGKILL. Elsewhere (or without
 ``/proc``) only the command's process group is killed on timeout, and a process that left the group
 survives. Processes that are not descendants (handed to a service manager, a container daemon,
 ``at``) or that belong to another user always survive.
@@ -157,7 +158,8 @@ async def spawn(
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-S", str(_REAPER), str(write_fd), *argv, pass_fds=(write_fd,), **common
+            sys.executable, "-I", "-S", str(_REAPER), str(write_fd), str(os.getpid()), *argv,
+            pass_fds=(write_fd,), **common,
         )
     except BaseException:
         os.close(read_fd)

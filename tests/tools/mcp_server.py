@@ -50,6 +50,14 @@ def _malformed() -> None:
                 sys.stdout.write("this is not JSON\n")
                 sys.stdout.flush()
                 continue
+            if how in ("deep", "deeper"):  # structured content nested 300 (5,000) levels deep
+                depth = 300 if how == "deep" else 5000
+                nested = '{"a":' * depth + "1" + "}" * depth
+                sys.stdout.write(
+                    f'{{"jsonrpc":"2.0","id":{ident},"result":{{"content":[],"structuredContent":{nested}}}}}\n'
+                )
+                sys.stdout.flush()
+                continue
             result = {"content": "not a list", "isError": "sometimes"}
         else:
             result = {}
@@ -153,6 +161,10 @@ def main(argv: list[str]) -> None:
         return
     if kind == "hang_start":
         time.sleep(3600)
+    if kind == "stubborn":  # the math server, but it does not exit when its stdin ends
+        build("math").run("stdio")
+        time.sleep(3600)
+        return
     server = build(kind)
     if "--http" in argv:
         import uvicorn

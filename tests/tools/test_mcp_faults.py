@@ -85,6 +85,30 @@ def test_the_server_ends_at_interpreter_exit_even_mid_call():
     assert_gone(*map(int, proc.stdout.split()))
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the supervisor is Linux's")
+def test_the_server_ends_when_its_owner_is_killed():
+    # a server that ignores the end of its stdin outlived a SIGKILLed owner (and its supervisor
+    # with it): now the supervisor gets SIGTERM when its parent dies and ends everything
+    script = textwrap.dedent(f"""
+        import sys, time, sigform as sf
+        client = sf.MCPClient.stdio(sys.executable, [{SERVER!r}, "stubborn"], name="stubborn")
+        tools = {{t.name: t for t in client.tools()}}
+        print(tools["pid"].run({{}}).value["result"], client.pid, flush=True)
+        time.sleep(3600)
+    """)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=CHECKOUT_ENV
+    )
+    try:
+        assert owner.stdout is not None
+        pids = [int(p) for p in owner.stdout.readline().split()]
+        assert len(pids) == 2 and all(map(running, pids))
+    finally:
+        owner.kill()
+        owner.wait()
+    assert_gone(*pids)
+
+
 def test_a_forked_child_neither_uses_nor_ends_its_parents_server():
     script = textwrap.dedent(f"""
         import os, sys, time, sigform as sf
@@ -199,6 +223,18 @@ def test_a_missing_command_is_a_clear_error():
     client = sf.MCPClient.stdio("no-such-mcp-server-here", name="ghost")
     with pytest.raises(sf.MCPServerError, match=r"MCP server `ghost`.*could not be started.*No such file"):
         client.start()
+
+
+@pytest.mark.parametrize("how", ["deep", "deeper"])
+def test_an_answer_too_deep_to_read_is_an_error_at_once_not_at_the_timeout(how: str) -> None:
+    # the answer was dropped as unreadable and the call waited for its whole timeout (20 s)
+    with sf.MCPClient.stdio(sys.executable, [SERVER, "malformed"], name="bad", timeout=120) as client:
+        [broken] = client.tools()
+        result = broken.run({"how": how})
+        assert result.status == "error" and "MCP server `bad`" in result.message
+        assert "its answer could not be read" in result.message and "recursion" in result.message
+        assert "no answer within" not in result.message
+        assert broken.run({"how": "shape"}).status == "error"  # the connection still answers
 
 
 def test_malformed_results_are_errors_the_model_reads():
