@@ -9,6 +9,8 @@
 
 Every adapter has ``format`` / ``parse`` / ``format_assistant``, ``run`` / ``arun`` (an
 :class:`AdapterResult`), ``__call__`` / ``acall`` (the output dicts) and ``stream_parser``.
+Inside, one run is one :class:`AdapterCall` (the LM, the signature, demos, inputs and request
+options), built once and passed whole through the call loop (``run_call`` / ``arun_call``).
 
 Tools: a signature with ``list[Tool]`` inputs and a ``ToolCalls`` output uses native function
 calling when the LM supports it, and tools described in the prompt otherwise (see
@@ -32,6 +34,7 @@ from sigform._lazy import lazy_exports
 # imports the JSON/XML/two-step adapters or the stream parser
 _EXPORTS: dict[str, str] = {
     "Adapter": "sigform.adapters.base",
+    "AdapterCall": "sigform.adapters.call_plan",
     "AdapterResult": "sigform.adapters.result",
     "AutoAdapter": "sigform.adapters.auto",
     "ChatAdapter": "sigform.adapters.chat",
@@ -44,6 +47,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "Adapter",
+    "AdapterCall",
     "AdapterResult",
     "AutoAdapter",
     "ChatAdapter",
@@ -61,6 +65,7 @@ __getattr__, __dir__ = lazy_exports('sigform.adapters', _EXPORTS, globals())
 if TYPE_CHECKING:
     from sigform.adapters.auto import AutoAdapter
     from sigform.adapters.base import Adapter
+    from sigform.adapters.call_plan import AdapterCall
     from sigform.adapters.chat import ChatAdapter
     from sigform.adapters.json_adapter import JSONAdapter
     from sigform.adapters.result import AdapterResult

@@ -15,11 +15,11 @@ Without an LM (``format``, ``parse``, ``stream_parser``) it is the chat adapter.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from sigform.adapters.base import AdapterOptions
-from sigform.adapters.call_plan import PlannedCall
+from sigform.adapters.call_plan import AdapterCall, PlannedCall
 from sigform.adapters.chat import ChatAdapter
 from sigform.adapters.result import AdapterResult
 from sigform.lm.interface import Completion, LMProtocol
@@ -27,6 +27,8 @@ from sigform.lm.interface import Completion, LMProtocol
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from sigform.adapters.base import Adapter
+    from sigform.adapters.json_adapter import JSONAdapter
     from sigform.signatures import Signature
 
 __all__ = ["AutoAdapter"]
@@ -42,12 +44,12 @@ class AutoAdapter(ChatAdapter):
 
     def __init__(self, *, use_stop: bool = True, **options: Unpack[AdapterOptions]) -> None:
         super().__init__(use_stop=use_stop, **options)
-        self._json: Any = None
+        self._json: JSONAdapter | None = None
 
     def __repr__(self) -> str:
         return f"AutoAdapter(max_reasks={self.max_reasks})"
 
-    def json_adapter(self) -> Any:
+    def json_adapter(self) -> JSONAdapter:
         """The JSONAdapter used where the LM constrains decoding (built on first use)."""
         if self._json is None:
             from sigform.adapters.json_adapter import JSONAdapter
@@ -64,22 +66,15 @@ class AutoAdapter(ChatAdapter):
             return "ChatAdapter"  # decided without importing the JSON adapter
         return "JSONAdapter" if self.json_adapter().constrains(lm) else "ChatAdapter"
 
-    def answering(self, lm: LMProtocol) -> Any:
+    def answering(self, lm: LMProtocol) -> Adapter:
         """The adapter that answers for ``lm``: the JSON adapter or this one (chat sections)."""
         return self.json_adapter() if self.choose(lm) == "JSONAdapter" else self
 
-    def loop(
-        self,
-        lm: LMProtocol,
-        signature: type[Signature],
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        lm_kwargs: Mapping[str, Any],
-    ) -> Generator[PlannedCall, list[Completion], AdapterResult]:
-        """The JSON adapter's loop where ``lm`` constrains decoding, else the chat adapter's."""
-        if self.choose(lm) == "JSONAdapter":
-            return self.json_adapter().loop(lm, signature, demos, inputs, lm_kwargs)  # type: ignore[no-any-return]
-        return super().loop(lm, signature, demos, inputs, lm_kwargs)
+    def loop(self, call: AdapterCall) -> Generator[PlannedCall, list[Completion], AdapterResult]:
+        """The JSON adapter's loop where the LM constrains decoding, else the chat adapter's."""
+        if self.choose(call.lm) == "JSONAdapter":
+            return self.json_adapter().loop(call)
+        return super().loop(call)
 
     def stream_parser(self, signature: type[Signature]) -> Any:
         from sigform.adapters.streaming import StreamParser

@@ -21,7 +21,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
 from sigform.adapters.call_loop import RunState, adrive, attempt, drive, run_loop
-from sigform.adapters.call_plan import PlannedCall, ResponseFormats
+from sigform.adapters.call_plan import AdapterCall, PlannedCall, ResponseFormats
 from sigform.adapters.echo import mask_echoes
 from sigform.adapters.extraction import Extracted, extract
 from sigform.adapters.field_values import typed_outputs
@@ -45,9 +45,10 @@ from sigform.lm.interface import Completion, LMProtocol
 from sigform.message import Message
 
 if TYPE_CHECKING:
+    from sigform.adapters.json_adapter import JSONAdapter
     from sigform.signatures import Signature
 
-__all__ = ["Adapter", "AdapterOptions", "PlannedCall"]
+__all__ = ["Adapter", "AdapterCall", "AdapterOptions", "PlannedCall"]
 
 
 class AdapterOptions(TypedDict, total=False):
@@ -101,7 +102,7 @@ class Adapter(PromptWriter):
         self._matchers: SigCache[FieldMatcher] = SigCache()
         self._parse_plans: SigCache[ChatParsePlan | JSONParsePlan | Literal[False]] = SigCache()
         self.repair_plan = RepairPlan()  # constrained retries of failing fields
-        self._repair_json: Adapter | None = None
+        self._repair_json: JSONAdapter | None = None
         self._lock = threading.Lock()
         # the per-signature fast paths (request and parse plans); tests turn them off to compare
         # with the generic paths, which give the same results
@@ -213,19 +214,14 @@ class Adapter(PromptWriter):
 
     # ---- requests --------------------------------------------------------------------------------
 
-    def request_kwargs(
-        self,
-        lm: LMProtocol,
-        signature: type[Signature],
-        inputs: Mapping[str, Any],
-        lm_kwargs: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        """Keyword arguments of the LM request. Extension point: subclasses call this first, then
-        add ``stop`` or ``response_format``. For a :class:`TextSignature` (tools going natively)
-        the request's ``tools`` are the tool inputs' tools, then the caller's own ``tools``."""
-        kwargs = dict(lm_kwargs)
+    def request_kwargs(self, call: AdapterCall, signature: type[Signature]) -> dict[str, Any]:
+        """Keyword arguments of the LM request of ``call``, its prompt written for ``signature``
+        (see :meth:`prompt_signature`). Extension point: subclasses call this first, then add
+        ``stop`` or ``response_format``. For a :class:`TextSignature` (tools going natively) the
+        request's ``tools`` are the tool inputs' tools, then the caller's own ``tools``."""
+        kwargs = dict(call.lm_kwargs)
         if isinstance(signature, TextSignature):
-            kwargs["tools"] = request_tools(signature.original, inputs, lm_kwargs.get("tools"))
+            kwargs["tools"] = request_tools(signature.original, call.inputs, call.lm_kwargs.get("tools"))
         return kwargs
 
     def response_formats(
@@ -245,18 +241,12 @@ class Adapter(PromptWriter):
             return outputs_with_calls(self, signature, completion, inputs)
         return self.parse(signature, completion.text, inputs=inputs)
 
-    def prompt_signature(
-        self,
-        lm: LMProtocol,
-        signature: type[Signature],
-        inputs: Mapping[str, Any],
-        lm_kwargs: Mapping[str, Any],
-    ) -> Any:
-        """The signature the prompt is written for: ``signature``, or its :class:`TextSignature`
+    def prompt_signature(self, call: AdapterCall) -> Any:
+        """The signature the prompt is written for: the call's, or its :class:`TextSignature`
         when tools go natively (``native_tools`` on, ``lm.supports("tools")``, tools given)."""
         if not self.native_tools:
-            return signature
-        return native_signature(lm, signature, inputs, lm_kwargs) or signature
+            return call.signature
+        return native_signature(call) or call.signature
 
     def answering(self, lm: LMProtocol) -> Adapter:
         """The adapter whose format answers for ``lm`` (itself; AutoAdapter picks one)."""
@@ -304,31 +294,18 @@ class Adapter(PromptWriter):
 
     # ---- the call loop (sigform.adapters.call_loop) ---------------------------------------------
 
-    def loop(
-        self,
-        lm: LMProtocol,
-        signature: type[Signature],
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        lm_kwargs: Mapping[str, Any],
-    ) -> Generator[PlannedCall, list[Completion], AdapterResult]:
+    def loop(self, call: AdapterCall) -> Generator[PlannedCall, list[Completion], AdapterResult]:
         """One run as a generator of requests (stepped by :meth:`run`, :meth:`arun`, or another
         adapter's loop); see :func:`sigform.adapters.call_loop.run_loop`."""
-        return run_loop(self, lm, signature, demos, inputs, lm_kwargs)
+        return run_loop(self, call)
 
     def attempt(
-        self,
-        lm: LMProtocol,
-        signature: type[Signature],
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        lm_kwargs: Mapping[str, Any],
-        state: RunState,
+        self, call: AdapterCall, state: RunState
     ) -> Generator[PlannedCall, list[Completion], list[Slot]]:
         """One pass of this adapter in a run: format, send, read every candidate into a
         :class:`Slot`, ask again for failing values. Extension point (the two-step adapter answers
         freely, then extracts); see :func:`sigform.adapters.call_loop.attempt`."""
-        return attempt(self, lm, signature, demos, inputs, lm_kwargs, state)
+        return attempt(self, call, state)
 
     def finished_completion(
         self, signature: type[Signature], completion: Completion, kwargs: Mapping[str, Any]
@@ -344,7 +321,7 @@ class Adapter(PromptWriter):
         """Whether this adapter's requests to ``lm`` constrain decoding to its answer format."""
         return False
 
-    def constrained_json(self) -> Any:
+    def constrained_json(self) -> JSONAdapter:
         """The JSONAdapter that sends constrained retries (this adapter itself, if it is one)."""
         if self._repair_json is None:
             from sigform.adapters.json_adapter import JSONAdapter
@@ -354,35 +331,43 @@ class Adapter(PromptWriter):
 
     # ---- drivers ---------------------------------------------------------------------------------
 
+    def run_call(self, call: AdapterCall) -> AdapterResult:
+        """Format, call the LM, parse (with reask and fallback); returns an :class:`AdapterResult`."""
+        return drive(self.loop(call), call.lm)
+
+    async def arun_call(self, call: AdapterCall) -> AdapterResult:
+        """Async :meth:`run_call` (uses ``lm.acall``)."""
+        return await adrive(self.loop(call), call.lm)
+
     def run(
         self,
         lm: LMProtocol,
         signature: type[Signature],
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        **lm_kwargs: Any,
+        demos: Sequence[object] | None,
+        inputs: Mapping[str, object],
+        **lm_kwargs: object,
     ) -> AdapterResult:
-        """Format, call ``lm``, parse (with reask and fallback); returns an :class:`AdapterResult`."""
-        return drive(self.loop(lm, signature, demos, inputs, lm_kwargs), lm)
+        """:meth:`run_call` of ``AdapterCall(lm, signature, demos, inputs, lm_kwargs)``."""
+        return self.run_call(AdapterCall(lm, signature, demos, inputs, lm_kwargs))
 
     async def arun(
         self,
         lm: LMProtocol,
         signature: type[Signature],
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        **lm_kwargs: Any,
+        demos: Sequence[object] | None,
+        inputs: Mapping[str, object],
+        **lm_kwargs: object,
     ) -> AdapterResult:
-        """Async twin of :meth:`run` (uses ``lm.acall``)."""
-        return await adrive(self.loop(lm, signature, demos, inputs, lm_kwargs), lm)
+        """Async :meth:`run`."""
+        return await self.arun_call(AdapterCall(lm, signature, demos, inputs, lm_kwargs))
 
     def __call__(
         self,
         lm: LMProtocol,
         signature: type[Signature],
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        **lm_kwargs: Any,
+        demos: Sequence[object] | None,
+        inputs: Mapping[str, object],
+        **lm_kwargs: object,
     ) -> list[dict[str, Any]]:
         """One output dict per completion (``n > 1`` gives several)."""
         return self.run(lm, signature, demos, inputs, **lm_kwargs).outputs
@@ -391,9 +376,9 @@ class Adapter(PromptWriter):
         self,
         lm: LMProtocol,
         signature: type[Signature],
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        **lm_kwargs: Any,
+        demos: Sequence[object] | None,
+        inputs: Mapping[str, object],
+        **lm_kwargs: object,
     ) -> list[dict[str, Any]]:
         """Async twin of :meth:`__call__`."""
         return (await self.arun(lm, signature, demos, inputs, **lm_kwargs)).outputs

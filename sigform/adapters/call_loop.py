@@ -32,7 +32,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sigform.adapters.call_plan import CallPlan, PlannedCall, ResponseFormats
+from sigform.adapters.call_plan import AdapterCall, CallPlan, PlannedCall, ResponseFormats
 from sigform.adapters.native_tools import TextSignature
 from sigform.adapters.output_limit import OutputLimit, errors_after_cut, length_message, resolve_output_limit
 from sigform.adapters.repair import constrained_modes, failing_fields, request_key
@@ -119,29 +119,20 @@ class RunState:
         )
 
 
-def run_loop(
-    adapter: Adapter,
-    lm: LMProtocol,
-    signature: type[Signature],
-    demos: Sequence[Any] | None,
-    inputs: Mapping[str, Any],
-    lm_kwargs: Mapping[str, Any],
-) -> Loop:
+def run_loop(adapter: Adapter, call: AdapterCall) -> Loop:
     """One run of ``adapter``: its attempt, the fallback's for structural failures, the result
     (or one error for every candidate that failed)."""
     state = RunState([adapter.name])
-    slots = yield from adapter.attempt(lm, signature, demos, inputs, lm_kwargs, state)
+    slots = yield from adapter.attempt(call, state)
     redo = [s for s in slots if s.structural]
     fallback = adapter.fallback_for(bool(redo))
-    if fallback is not None and redo and not fallback.constrains(lm):
+    if fallback is not None and redo and not fallback.constrains(call.lm):
         # an empty answer asked again without a constraint comes back empty or as junk
         redo = [s for s in redo if (s.completion.text or "").strip()]
     if fallback is not None and redo:
         state.adapter_names.append(fallback.name)
-        kwargs = dict(lm_kwargs)
-        if len(redo) > 1 or "n" in kwargs:
-            kwargs["n"] = len(redo)
-        fb_slots = yield from fallback.attempt(lm, signature, demos, inputs, kwargs, state)
+        redo_call = call.with_options(n=len(redo)) if len(redo) > 1 or "n" in call.lm_kwargs else call
+        fb_slots = yield from fallback.attempt(redo_call, state)
         for old, new in zip(redo, fb_slots, strict=False):
             old.completion, old.outputs, old.error, old.terminal = (
                 new.completion,
@@ -160,28 +151,23 @@ def run_loop(
 
 
 def attempt(
-    adapter: Adapter,
-    lm: LMProtocol,
-    signature: type[Signature],
-    demos: Sequence[Any] | None,
-    inputs: Mapping[str, Any],
-    lm_kwargs: Mapping[str, Any],
-    state: RunState,
+    adapter: Adapter, call: AdapterCall, state: RunState
 ) -> Generator[PlannedCall, list[Completion], list[Slot]]:
     """Format and send one request, judge every candidate, ask again for failing values."""
-    signature = adapter.prompt_signature(lm, signature, inputs, lm_kwargs)
-    kwargs = adapter.request_kwargs(lm, signature, inputs, lm_kwargs)
+    lm, inputs = call.lm, call.inputs
+    signature = adapter.prompt_signature(call)
+    kwargs = adapter.request_kwargs(call, signature)
     prefix = ""
     layout: Layout | None
     if text_mode(lm):  # a base model: one plain-text document (sigform.adapters.document)
-        doc = adapter.document(signature, demos, inputs)
+        doc = adapter.document(signature, call.demos, inputs)
         messages: list[Message] = [{"role": "user", "content": doc.text}]
         layout, prefix = None, doc.prefix
-        if doc.stop and "stop" not in lm_kwargs and lm.supports("stop"):
+        if doc.stop and "stop" not in call.lm_kwargs and lm.supports("stop"):
             kwargs["stop"] = [*doc.stop, *(kwargs.get("stop") or ())]
     else:
-        messages, layout = adapter.format_with_layout(signature, demos, inputs)
-    limit = resolve_output_limit(lm, signature, lm_kwargs)
+        messages, layout = adapter.format_with_layout(signature, call.demos, inputs)
+    limit = resolve_output_limit(lm, signature, call.lm_kwargs)
     if limit.source == "default":  # no limit set anywhere: one derived from the outputs
         kwargs["max_tokens"] = limit.tokens
     formats = adapter.response_formats(lm, signature, kwargs)
@@ -205,7 +191,7 @@ def attempt(
             and slot.reasks < adapter.max_reasks
         ):
             slot.reasks += 1
-            sent = yield from _retry_values(adapter, lm, signature, first, one, slot, state, inputs, limit)
+            sent = yield from _retry_values(adapter, call, signature, first, one, slot, state, limit)
             if not sent:
                 break
     return slots
@@ -260,19 +246,20 @@ def judge(
 
 def _retry_values(
     adapter: Adapter,
-    lm: LMProtocol,
+    call: AdapterCall,
     signature: type[Signature],
     first: PlannedCall,
     kwargs: Mapping[str, Any],
     slot: Slot,
     state: RunState,
-    inputs: Mapping[str, Any],
     limit: OutputLimit,
 ) -> Generator[PlannedCall, list[Completion], bool]:
-    """Ask again for a candidate whose values failed: for the failing fields only, under a
-    schema constraint, where the LM has one; else a re-ask. False when nothing was sent: a
-    request identical to one already sent would get the same answer at temperature 0."""
+    """Ask again for a candidate whose values failed (``signature``: the prompt's, ``kwargs``:
+    the first request's, for one candidate): for the failing fields only, under a schema
+    constraint, where the LM has one; else a re-ask. False when nothing was sent: a request
+    identical to one already sent would get the same answer at temperature 0."""
     assert slot.error is not None
+    lm, inputs = call.lm, call.inputs
     messages, layout = first.messages, first.layout  # a retry appends turns: the layout holds
     json_adapter = adapter.constrained_json()
     modes = [] if isinstance(signature, TextSignature) else constrained_modes(json_adapter, lm)

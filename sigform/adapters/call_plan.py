@@ -1,4 +1,7 @@
-"""Stepping the adapters' call loop, written once as a generator of LM requests.
+"""One adapter run's request, and stepping the call loop, written once as a generator of LM requests.
+
+An :class:`AdapterCall` is what a run is about: the model, the signature, the demos, the inputs and
+the request options, built once (by a program, or by ``Adapter.run``) and passed whole.
 
 The loop (:func:`sigform.adapters.call_loop.run_loop`) yields each :class:`PlannedCall` it wants made
 and returns its result. The sync driver, the async driver and the two-step adapter's extraction
@@ -8,8 +11,8 @@ sub-loop step it through one :class:`CallPlan`; they differ only in how a reques
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from sigform.conversation import Layout
@@ -20,9 +23,26 @@ from sigform.message import Message
 if TYPE_CHECKING:
     from sigform.signatures import Signature
 
-__all__ = ["CallPlan", "PlannedCall", "ResponseFormats"]
+__all__ = ["AdapterCall", "CallPlan", "PlannedCall", "ResponseFormats"]
 
 Result = TypeVar("Result")
+
+
+@dataclass(frozen=True)
+class AdapterCall:
+    """One run of an adapter: ``lm`` answers ``signature`` for ``inputs``, shown ``demos`` (dicts
+    of field values, or objects with ``to_dict()``); ``lm_kwargs`` are the request options
+    (``temperature``, ``n``, ``tools``, ...). Built once, read by every step of the call loop."""
+
+    lm: LMProtocol
+    signature: type[Signature]
+    demos: Sequence[object] | None = None
+    inputs: Mapping[str, object] = field(default_factory=dict)
+    lm_kwargs: Mapping[str, object] = field(default_factory=dict)
+
+    def with_options(self, **changes: object) -> AdapterCall:
+        """This call with some request options changed (``n=3``)."""
+        return replace(self, lm_kwargs={**self.lm_kwargs, **changes})
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ stop sequence where the LM supports it. On a structural failure it falls back to
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sigform.adapters.base import Adapter, AdapterOptions
+from sigform.adapters.call_plan import AdapterCall
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView
-from sigform.lm.interface import LMProtocol
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -68,15 +68,9 @@ class ChatAdapter(Adapter):
     def render_output(self, value: Any, view: FieldView) -> str:
         return self.neutralise(write_scalar_or_json(self, value, view))
 
-    def request_kwargs(
-        self,
-        lm: LMProtocol,
-        signature: type[Signature],
-        inputs: Mapping[str, Any],
-        lm_kwargs: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        kwargs = super().request_kwargs(lm, signature, inputs, lm_kwargs)
-        if self.use_stop and "stop" not in kwargs and lm.supports("stop"):
+    def request_kwargs(self, call: AdapterCall, signature: type[Signature]) -> dict[str, Any]:
+        kwargs = super().request_kwargs(call, signature)
+        if self.use_stop and "stop" not in kwargs and call.lm.supports("stop"):
             kwargs["stop"] = [COMPLETED_MARKER]
         return kwargs
 

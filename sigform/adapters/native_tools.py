@@ -42,10 +42,11 @@ from typing import TYPE_CHECKING, Any
 
 from sigform.adapters.fields import SigCache
 from sigform.errors import FieldError, InputError, StructureError
-from sigform.lm.interface import Completion, LMProtocol
+from sigform.lm.interface import Completion
 from sigform.types.inspection import args_of, origin_of, split_optional, strip_annotated
 
 if TYPE_CHECKING:
+    from sigform.adapters.call_plan import AdapterCall
     from sigform.signatures import Signature
 
 __all__ = [
@@ -199,17 +200,15 @@ def request_tools(
     return specs
 
 
-def native_signature(
-    lm: LMProtocol, signature: type[Signature], inputs: Mapping[str, Any], lm_kwargs: Mapping[str, Any]
-) -> TextSignature | None:
+def native_signature(call: AdapterCall) -> TextSignature | None:
     """The :class:`TextSignature` to write the prompt for when the call goes natively, else ``None``."""
-    found = _fields(signature)
-    if found.text is None or not lm.supports("tools"):
+    found = _fields(call.signature)
+    if found.text is None or not call.lm.supports("tools"):
         return None
-    if lm_kwargs.get("tools"):
+    if call.lm_kwargs.get("tools"):
         return found.text
     for name in found.tool_inputs:
-        value = inputs.get(name)
+        value = call.inputs.get(name)
         items: Sequence[Any] = value if isinstance(value, (list, tuple)) else [value]
         if any(is_tool(item) for item in items):
             return found.text

@@ -7,12 +7,12 @@ with a Chat or JSON adapter and returns the typed fields.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sigform.adapters.base import Adapter, AdapterOptions
 from sigform.adapters.call_loop import RunState, routed
-from sigform.adapters.call_plan import PlannedCall
+from sigform.adapters.call_plan import AdapterCall, PlannedCall
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView, SigCache
 from sigform.adapters.output_limit import TEXT_FIELD_TOKENS, resolve_output_limit
@@ -111,19 +111,14 @@ class TwoStepAdapter(Adapter):
         return None
 
     def attempt(
-        self,
-        lm: LMProtocol,
-        signature: type[Signature],
-        demos: Sequence[Any] | None,
-        inputs: Mapping[str, Any],
-        lm_kwargs: Mapping[str, Any],
-        state: RunState,
+        self, call: AdapterCall, state: RunState
     ) -> Generator[PlannedCall, list[Completion], list[Slot]]:
         """The free-form answer of the main LM, then one extraction run per candidate, its
         requests routed to the extraction LM (its errors are the run's errors)."""
-        messages, layout = self.format_with_layout(signature, demos, inputs)
-        first = dict(lm_kwargs)
-        limit = resolve_output_limit(lm, signature, lm_kwargs)
+        lm, signature = call.lm, call.signature
+        messages, layout = self.format_with_layout(signature, call.demos, call.inputs)
+        first = dict(call.lm_kwargs)
+        limit = resolve_output_limit(lm, signature, call.lm_kwargs)
         if limit.tokens is not None and limit.source == "default":  # a text field's budget more
             first["max_tokens"] = limit.tokens + TEXT_FIELD_TOKENS
         completions = yield from self.send_request(lm, state, PlannedCall(messages, first, layout=layout))
@@ -133,7 +128,7 @@ class TwoStepAdapter(Adapter):
         response_name = next(iter(extraction_sig.input_fields))
         extractor = self.extraction_adapter
         extraction_lm = self.extraction_lm or lm
-        extra = {k: v for k, v in lm_kwargs.items() if k not in ("n", "stream")}
+        extra = {k: v for k, v in call.lm_kwargs.items() if k not in ("n", "stream")}
         slots: list[Slot] = []
         for completion in completions:
             if not (completion.text or "").strip():
@@ -142,10 +137,9 @@ class TwoStepAdapter(Adapter):
                     adapter=self.name,
                     completions=list(completions),
                 )
-            sub = yield from routed(
-                extractor.loop(extraction_lm, extraction_sig, None, {response_name: completion.text}, extra),
-                extraction_lm,
-            )
+            answer = {response_name: completion.text}
+            extraction = AdapterCall(extraction_lm, extraction_sig, None, answer, extra)
+            sub = yield from routed(extractor.loop(extraction), extraction_lm)
             state.absorb(sub)
             slots.append(Slot(completion, outputs=sub.outputs[0]))
         return slots

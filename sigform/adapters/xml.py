@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import regex
 
 from sigform.adapters.base import Adapter, AdapterOptions
+from sigform.adapters.call_plan import AdapterCall
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.extraction import _base, _item_annotation, _model_fields
 from sigform.adapters.fields import FieldView, SigCache, field_views, kind_of
 from sigform.adapters.xml_scan import escape_text
-from sigform.lm.interface import Completion, LMProtocol
+from sigform.lm.interface import Completion
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -83,16 +84,10 @@ class XMLAdapter(Adapter):
             cached = self._stop_tags.put(signature, stops)
         return list(cached)
 
-    def request_kwargs(
-        self,
-        lm: LMProtocol,
-        signature: type[Signature],
-        inputs: Mapping[str, Any],
-        lm_kwargs: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        kwargs = super().request_kwargs(lm, signature, inputs, lm_kwargs)
+    def request_kwargs(self, call: AdapterCall, signature: type[Signature]) -> dict[str, Any]:
+        kwargs = super().request_kwargs(call, signature)
         stops = self.stop_sequences(signature) if self.use_stop and signature.output_fields else []
-        if stops and "stop" not in kwargs and lm.supports("stop"):
+        if stops and "stop" not in kwargs and call.lm.supports("stop"):
             kwargs["stop"] = stops
         return kwargs
 

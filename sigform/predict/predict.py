@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, Union, overload
 
 from sigform import warmup
+from sigform.adapters.call_plan import AdapterCall
 from sigform.errors import InputError, ParseError, SignatureError
 from sigform.predict import context_vars
 from sigform.predict.example import Example, as_examples
@@ -246,11 +247,14 @@ class Predict(Module, Generic[_In, _Out]):
     def _resolve(
         self,
         inputs: Mapping[str, Any],
-        lm: Any,
-        adapter: Any,
+        lm: LMProtocol | None,
+        adapter: Adapter | None,
         demos: Sequence[Any] | None,
         config: Mapping[str, Any] | None,
-    ) -> tuple[Any, Any, type[Signature], list[Mapping[str, Any]], dict[str, Any], dict[str, Any]]:
+    ) -> tuple[Adapter, AdapterCall]:
+        """The adapter that runs one call, and the call: the checked inputs, the LM, the demos,
+        the signature and the request options, each from the call, else the program, else
+        settings."""
         warmup.wait()  # a fresh process's first call: its imports finish in one thread, not two
         checked = self._checker.check(inputs)  # before anything else: no LM is built for bad input
         if lm is None:
@@ -280,7 +284,7 @@ class Predict(Module, Generic[_In, _Out]):
         hint = context_vars.current_hint()
         if hint:
             signature = signature.with_instructions(f"{signature.instructions}\n\n{hint}")
-        return lm, adapter, signature, demo_data, checked, kwargs
+        return adapter, AdapterCall(lm, signature, demo_data, checked, kwargs)
 
     def _call_signature(self, lm: Any) -> type[Signature]:
         """The signature sent to the adapter (ChainOfThought may drop its reasoning field)."""
@@ -300,13 +304,13 @@ class Predict(Module, Generic[_In, _Out]):
         instance of the signature class (``program(Answer(question=...))``)."""
         if args:
             inputs = self._positional_inputs(args, inputs)
-        lm, adapter, signature, demo_data, checked, kwargs = self._resolve(inputs, lm, adapter, demos, config)
+        adapter, call = self._resolve(inputs, lm, adapter, demos, config)
         try:
-            result = adapter.run(lm, signature, demo_data, checked, **kwargs)
+            result = adapter.run_call(call)
         except ParseError as exc:
             _count_failed(exc)
             raise
-        return self._prediction(result, lm)
+        return self._prediction(result, call.lm)
 
     async def aforward(
         self,
@@ -320,13 +324,13 @@ class Predict(Module, Generic[_In, _Out]):
         """Async :meth:`forward`: uses the adapter's native ``arun`` (no thread hop)."""
         if args:
             inputs = self._positional_inputs(args, inputs)
-        lm, adapter, signature, demo_data, checked, kwargs = self._resolve(inputs, lm, adapter, demos, config)
+        adapter, call = self._resolve(inputs, lm, adapter, demos, config)
         try:
-            result = await adapter.arun(lm, signature, demo_data, checked, **kwargs)
+            result = await adapter.arun_call(call)
         except ParseError as exc:
             _count_failed(exc)
             raise
-        return self._prediction(result, lm)
+        return self._prediction(result, call.lm)
 
     def _positional_inputs(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> dict[str, Any]:
         """The inputs of ``program(Answer(question=...))``: one signature instance, no keywords."""

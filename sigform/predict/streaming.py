@@ -10,7 +10,7 @@ parsed once the stream ends)::
         else:
             print(item.field, item.text)
 
-The request goes through the adapter's normal loop (``adapter.run`` / ``arun``), so value
+The request goes through the adapter's normal loop (``adapter.run_call`` / ``arun_call``), so value
 re-asks and format fallbacks work as usual; only the first request is streamed (its candidate
 0), and re-asks are plain calls. An LM without ``stream``/``astream`` is called normally and its
 text is reported in one piece. ChainOfThought with native reasoning streams the provider's
@@ -26,8 +26,10 @@ import contextvars
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, ParamSpec, TypeVar
 
+from sigform.adapters.call_plan import AdapterCall
 from sigform.adapters.fields import field_views
 from sigform.adapters.stream_text import FieldProgress, GrowingText, TextAt
 from sigform.hooks import emit
@@ -41,6 +43,7 @@ from sigform.predict.module import (
 from sigform.signatures.prediction import Prediction
 
 if TYPE_CHECKING:
+    from sigform.adapters.base import Adapter
     from sigform.adapters.streaming import FieldDelta
     from sigform.predict.predict import Predict
 
@@ -196,21 +199,18 @@ async def _scoped(program: Predict[_In, _Out], work: Awaitable[Any]) -> Any:
 class Overrides(NamedTuple):
     """A streamed call's per-call options, as a plain call takes them."""
 
-    lm: Any = None
-    adapter: Any = None
+    lm: LMProtocol | None = None
+    adapter: Adapter | None = None
     demos: Sequence[Any] | None = None
     config: Mapping[str, Any] | None = None
 
 
 def _setup(
     program: Predict[_In, _Out], inputs: Mapping[str, Any], over: Overrides
-) -> tuple[Any, Any, Any, Any, Any, dict[str, Any], bool]:
-    lm, adapter, signature, demos, checked, kwargs = program._resolve(
-        dict(inputs), over.lm, over.adapter, over.demos, over.config
-    )
+) -> tuple[Adapter, AdapterCall, bool]:
+    adapter, call = program._resolve(dict(inputs), over.lm, over.adapter, over.demos, over.config)
     use_native = getattr(program, "_use_native", None)  # ChainOfThought
-    native = bool(use_native and use_native(lm))
-    return lm, adapter, signature, demos, checked, dict(kwargs), native
+    return adapter, call, bool(use_native and use_native(call.lm))
 
 
 def stream_predict(
@@ -219,15 +219,16 @@ def stream_predict(
     """The generator behind :meth:`Predict.stream` (see the module docstring)."""
     hooks = _ModuleCall(program, inputs)
     try:
-        lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs, over)
-        events = _Events(adapter, signature, native, lm)
+        adapter, call, native = _setup(program, inputs, over)
+        lm = call.lm
+        events = _Events(adapter, call.signature, native, lm)
         pipe: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        shim = _StreamingLM(lm, lambda delta: pipe.put(("delta", delta)))
+        streamed = replace(call, lm=_StreamingLM(lm, lambda delta: pipe.put(("delta", delta))))
 
         def work() -> None:
             try:
                 with program_callbacks(program.callbacks):  # in the worker's own context
-                    result = adapter.run(shim, signature, demos, checked, **kwargs)
+                    result = adapter.run_call(streamed)
                 pipe.put(("done", result))
             except BaseException as exc:
                 pipe.put(("error", exc))
@@ -258,11 +259,12 @@ async def astream_predict(
     hooks = _ModuleCall(program, inputs)
     task: asyncio.Task[Any] | None = None
     try:
-        lm, adapter, signature, demos, checked, kwargs, native = _setup(program, inputs, over)
-        events = _Events(adapter, signature, native, lm)
+        adapter, call, native = _setup(program, inputs, over)
+        lm = call.lm
+        events = _Events(adapter, call.signature, native, lm)
         pipe: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        shim = _StreamingLM(lm, lambda delta: pipe.put_nowait(("delta", delta)))
-        work = adapter.arun(shim, signature, demos, checked, **kwargs)
+        streamed = replace(call, lm=_StreamingLM(lm, lambda delta: pipe.put_nowait(("delta", delta))))
+        work = adapter.arun_call(streamed)
         task = asyncio.ensure_future(_scoped(program, work))
         task.add_done_callback(lambda _: pipe.put_nowait(("done", None)))
         while True:

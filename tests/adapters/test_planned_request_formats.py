@@ -9,7 +9,7 @@ import pytest
 
 import sigform as sf
 from sigform.adapters.call_loop import run_loop
-from sigform.adapters.call_plan import CallPlan, ResponseFormats
+from sigform.adapters.call_plan import AdapterCall, CallPlan, ResponseFormats
 from sigform.adapters.json_adapter import forget_step_downs
 from sigform.lm.interface import Completion
 from sigform.testing import ScriptedLM
@@ -39,9 +39,10 @@ def answer(text: str) -> list[Completion]:
 def test_the_json_adapter_plans_its_response_formats_outside_the_lm_keyword_arguments() -> None:
     lm = ScriptedLM([], features={"json_schema", "json_object"})
     adapter = sf.JSONAdapter()
-    kwargs = adapter.request_kwargs(lm, Invoice, INPUTS, {"temperature": 0})
+    call = AdapterCall(lm, Invoice, [], INPUTS, {"temperature": 0})
+    kwargs = adapter.request_kwargs(call, Invoice)
     assert kwargs == {"temperature": 0}
-    plan = CallPlan(run_loop(adapter, lm, Invoice, [], INPUTS, {"temperature": 0}))
+    plan = CallPlan(run_loop(adapter, call))
     request = plan.request
     assert request is not None and request.formats is not None
     assert request.formats.signature is Invoice and request.formats.modes[0] == "json_schema"
@@ -61,7 +62,7 @@ def test_a_caller_s_response_format_means_no_planned_formats() -> None:
 
 def test_a_constrained_retry_plans_the_schema_of_the_failing_fields_only() -> None:
     lm = ScriptedLM([], features={"stop", "json_object"})
-    plan = CallPlan(run_loop(sf.ChatAdapter(), lm, Invoice, [], INPUTS, {}))
+    plan = CallPlan(run_loop(sf.ChatAdapter(), AdapterCall(lm, Invoice, [], INPUTS)))
     assert plan.request is not None and plan.request.formats is None
     plan.reply(answer(BAD_CHAT))
     retry = plan.request
