@@ -37,12 +37,12 @@ class _SetsARequestId:
         await asyncio.sleep(0)
         if inputs["x"] == 2:
             raise ValueError("two")
-        return seen, get_setting("temperature")
+        return seen, get_setting("max_errors")
 
 
 def test_an_example_does_not_see_the_context_variables_of_the_one_before() -> None:
     async def main() -> Any:
-        with sf.context(temperature=0.25), track_usage() as total:
+        with sf.context(max_errors=25), track_usage() as total:
             examples = [{"x": i} for i in range(5)]
             outcome = await run_abatch(
                 _SetsARequestId(), examples, concurrency=1, progress=False, return_failures=True
@@ -51,7 +51,7 @@ def test_an_example_does_not_see_the_context_variables_of_the_one_before() -> No
 
     (results, failures), total, after = asyncio.run(main())
     # one worker ran them all, each in a fresh copy of the caller's context (settings included)
-    assert results == [("unset", 0.25), ("unset", 0.25), None, ("unset", 0.25), ("unset", 0.25)]
+    assert results == [("unset", 25), ("unset", 25), None, ("unset", 25), ("unset", 25)]
     assert [f.index for f in failures] == [2]
     assert after == "unset"
     assert total.usage.completion_tokens == 0 + 1 + 2 + 3 + 4 and total.requests == 5  # usage still adds up

@@ -24,4 +24,7 @@ def mistakes() -> None:
     sf.Predict("question -> answer", lm="openai/gpt-4o-mini")  # E: call-overload
     sf.Predict("question -> answer", adapter="json")  # E: call-overload
     sf.Agent("question -> answer", tools=[], lm="openai/gpt-4o-mini")  # E: arg-type
+    sf.configure(temprature=0)  # E: call-arg
+    with sf.context(unknown_inputs="maybe"):  # E: arg-type
+        pass
     print(count)
