@@ -140,22 +140,26 @@ class InputChecker:
                     + (f" (did you mean `{close[0]}`?)" if close else "")
                     + f"; fields are {', '.join(f'`{n}`' for n in self._specs)}"
                 )
-            if value is None:
-                continue
-            validate, _ = self._validator(name)
-            try:
-                result = validate(value)
-                if _bool_as_number(value, result):
-                    raise ValueError("a bool is not a number")
-            except SigformError:
-                raise
-            except Exception as exc:
-                spec = self._specs[name]
-                raise InputError(
-                    f"{self._sig_name}: demo #{index}, {spec.kind} `{name}` expects "
-                    f"{_type_label(spec.annotation)}, got {type(value).__name__} {shorten(repr(value), 80)} "
-                    f"({_first_error_line(exc)}); fix the demo's value"
-                ) from exc
+            if value is not None:
+                where = f"demo #{index}, {self._specs[name].kind} `{name}`"
+                self._validated(name, value, where, "; fix the demo's value")
+
+    def _validated(self, name: str, value: object, where: str, fix: str = "") -> Any:
+        """``value`` of field ``name`` validated by the rule (module docstring), or an
+        :class:`InputError` saying ``where`` it was, what was expected and what was seen."""
+        validate, _ = self._validator(name)
+        try:
+            result = validate(value)
+            if _bool_as_number(value, result):
+                raise ValueError("a bool is not a number; pass 1/0 if a number is meant")
+        except SigformError:
+            raise
+        except Exception as exc:
+            raise InputError(
+                f"{self._sig_name}: {where} expects {_type_label(self._specs[name].annotation)}, got "
+                f"{type(value).__name__} {shorten(repr(value), 80)} ({_first_error_line(exc)}){fix}"
+            ) from exc
+        return result
 
     def check(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The validated inputs in signature order, or :class:`InputError` before any LM call."""
@@ -166,25 +170,12 @@ class InputChecker:
         missing: list[str] = []
         for name in self._fields:
             value = inputs.get(name, _MISSING)
-            validate, accepts_none = self._validator(name)
-            if value is _MISSING:
-                if accepts_none:
-                    out[name] = None
-                else:
-                    missing.append(name)
-                continue
-            try:
-                out[name] = validate(value)
-                if _bool_as_number(value, out[name]):
-                    raise ValueError("a bool is not a number; pass 1/0 if a number is meant")
-            except SigformError:
-                raise
-            except Exception as exc:
-                spec = self._fields[name]
-                raise InputError(
-                    f"{self._sig_name}: input `{name}` expects {_type_label(spec.annotation)}, got "
-                    f"{type(value).__name__} {shorten(repr(value), 80)} ({_first_error_line(exc)})"
-                ) from exc
+            if value is not _MISSING:
+                out[name] = self._validated(name, value, f"input `{name}`")
+            elif self._validator(name)[1]:  # the type accepts None
+                out[name] = None
+            else:
+                missing.append(name)
         for name, value in out.items():
             where = lone_surrogate(value)
             if where is not None:
