@@ -195,20 +195,63 @@ def probe_server(name: str, api_base: str) -> dict[str, Any]:
 
 def _fetch_json(url: str, body: Any = None) -> Any:
     """The JSON a GET (or, with ``body``, a POST) of ``url`` answers, or None (no answer, an
-    error status, too large, not JSON)."""
-    import urllib.error
-    import urllib.request  # here: asked once per endpoint, never on import
+    error status, a redirect, too large, not JSON or nested too deep).
 
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    The whole exchange takes at most :data:`PROBE_TIMEOUT` seconds, headers included: a server
+    answering a byte at a time is cut off then (a timeout per read let it hold the first call
+    for hours). A redirect is not followed: another server's answer never decides how this one
+    is spoken to. The connection is direct (the servers asked are usually on this machine)."""
+    import http.client  # here: asked once per endpoint, never on import
+    import socket
+    import threading
+
+    from sigform.lm.credentials import split_url
+
     try:
-        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT) as reply:
-            raw = reply.read(_MAX_PROBE_BYTES + 1)
-    except (OSError, ValueError, urllib.error.URLError):
+        parts = split_url(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
         return None
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    if parts.scheme == "https":
+        import ssl
+
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            host, port, timeout=PROBE_TIMEOUT, context=ssl.create_default_context()
+        )
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=PROBE_TIMEOUT)
+
+    sockets: list[socket.socket] = []  # the connection lets go of its socket once it is read
+
+    def cut() -> None:  # unblocks a read waiting in another thread; close() alone may not
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    watchdog = threading.Timer(PROBE_TIMEOUT, cut)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        conn.connect()
+        sockets.append(conn.sock)
+        data = None if body is None else json.dumps(body).encode()
+        conn.request("GET" if data is None else "POST", target or "/", body=data,
+                     headers={"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        if reply.status != 200:
+            return None
+        raw = reply.read(_MAX_PROBE_BYTES + 1)
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    finally:
+        watchdog.cancel()
+        conn.close()
     if len(raw) > _MAX_PROBE_BYTES:
         return None
     try:
         return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: `[` x 200,000
         return None
