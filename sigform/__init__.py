@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sigform import warmup
 from sigform._lazy import lazy_exports
 from sigform.predict.demo_selectors import register_selector_kind
 
@@ -288,17 +287,6 @@ def _load_knn_demos(state: Any, pool: list[Any], where: str, allow_model: bool, 
 # first, and the layer above both predict and optimize) so that a fresh process can load a saved
 # program's selector without predict importing optimize
 register_selector_kind("knn", _load_knn_demos)
-
-
-def _warm_call_path() -> None:
-    from sigform.predict.call_path_warmup import warm_call_path  # deferred: runs in the warm-up
-
-    warm_call_path()
-
-
-# the call path a fresh process's first call needs, loaded when its first LM is built (registered
-# here for the same reason: the LM, which starts the warm-up, sits below predict and adapters)
-warmup.register(warmup.CALL_PATH, _warm_call_path)
 
 
 if TYPE_CHECKING:  # static checkers and IDEs see the real names

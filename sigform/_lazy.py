@@ -11,8 +11,6 @@ import importlib
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from sigform import warmup
-
 __all__ = ["lazy_exports"]
 
 
@@ -31,7 +29,6 @@ def lazy_exports(
     """
 
     def __getattr__(name: str) -> Any:
-        warmup.wait()  # never import beside the background warm-up (see sigform.warmup)
         module_name = exports.get(name)
         if module_name is None:
             if name in submodules:

@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sigform.errors import RequestVetoed
@@ -65,16 +63,12 @@ __all__ = [
     "ToolEvent",
     "active_callbacks",
     "emit",
-    "muted",
     "register",
     "registered",
     "unregister",
 ]
 
 logger = logging.getLogger("sigform.hooks")
-
-# work the user did not ask for (the background warm-up's throwaway format and parse) runs muted
-_muted: ContextVar[bool] = ContextVar("sigform_hooks_muted", default=False)
 
 EVENTS: tuple[str, ...] = (
     "request",
@@ -145,23 +139,13 @@ def registered() -> tuple[Callback, ...]:
 def active_callbacks(extra: Iterable[Callback] | None = None) -> list[Callback]:
     """Callbacks that see an event now: global, then settings ``callbacks``, then ``extra``."""
     scoped = get_setting("callbacks")
-    if (not _registry and not scoped and not extra) or _muted.get():
+    if not _registry and not scoped and not extra:
         return []
     out: list[Callback] = list(_registry)
     for cb in (*(scoped or ()), *(extra or ())):
         if cb not in out:
             out.append(cb)
     return out
-
-
-@contextmanager
-def muted() -> Iterator[None]:
-    """No callback sees an event emitted inside this block (in this thread or task)."""
-    token = _muted.set(True)
-    try:
-        yield
-    finally:
-        _muted.reset(token)
 
 
 def emit(event_name: str, *, callbacks: Sequence[Callback] | None = None, **payload: Any) -> Event | None:

@@ -22,12 +22,12 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "sigform._lazy",
         "sigform.files",
-        "sigform.warmup",
         "sigform.errors",
         "sigform.excerpt",
         "sigform.probes",
         "sigform.message",
         "sigform.jsonvalue",
+        "sigform.runtime",
     ),
     # contracts every layer speaks: settings, hook events, Completion/Usage/ToolCall/LMProtocol
     ("sigform.settings", "sigform.hooks", "sigform.hook_events", "sigform.lm.interface"),

@@ -23,7 +23,6 @@ or ``sigform.context(cache_dir=...)``), the ``SIGFORM_CACHE_DIR`` environment va
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import hmac
 import logging
@@ -38,6 +37,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from sigform import runtime
 from sigform.files import NotRegularFile, open_regular
 from sigform.lm import cache_codec
 from sigform.lm.credentials import CredentialError
@@ -166,6 +166,13 @@ class ResponseCache:
         self._busy_warned = False  # the store was locked by another process (said once)
         self._warned_entry = False
         self._secret: bytes | None = None
+        runtime.forget_after_fork(self)
+
+    def _after_fork(self) -> None:
+        # a forked child: the lock may have been held by another thread of the parent, whose
+        # pending writes are the parent's to make
+        self._lock = threading.Lock()
+        self._pending = {}
 
     # -- fingerprints ----------------------------------------------------------------------
 
@@ -420,7 +427,7 @@ class _DiskWriter:
                         target=self._run, name="sigform-cache-writer", daemon=True
                     )
                     self._thread.start()
-                    atexit.register(self.flush)
+                    runtime.on_exit(_flush_at_exit)
         self._queue.put((cache, key, blob))
 
     def _run(self) -> None:
@@ -450,7 +457,20 @@ class _DiskWriter:
             self._queue.join()
 
 
+def _flush_at_exit() -> None:
+    _writer.flush()  # the writer of this process (a forked child has its own)
+
+
+def _new_writer() -> None:
+    # a forked child: the parent's writer thread does not exist here and its queue holds the
+    # parent's unfinished writes (joining it at exit hung the child for ever)
+    global _writer, _caches_lock
+    _writer = _DiskWriter()
+    _caches_lock = threading.Lock()
+
+
 _writer = _DiskWriter()
+runtime.on_fork(_new_writer)
 _caches: dict[tuple[str | None, int, int], ResponseCache] = {}
 _caches_lock = threading.Lock()
 _by_settings: dict[tuple[Any, ...], ResponseCache] = {}

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from sigform import runtime
 from sigform.errors import ProviderError
 from sigform.lm.interface import Completion, Usage
 from sigform.lm.request import Request
@@ -22,16 +22,6 @@ from sigform.lm.retry import Attempts, RetryPolicy
 from sigform.lm.routing import Route, explained, rebased
 
 __all__ = ["acomplete_n", "atop_up", "complete_n", "top_up"]
-
-_pool: ThreadPoolExecutor | None = None
-
-
-def _threads() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="sigform-lm")
-    return _pool
-
 
 Parsed = tuple[list[Completion], Usage]
 
@@ -119,7 +109,7 @@ def _singles(
     route: Route, req: Request, count: int, policy: RetryPolicy, label: str
 ) -> list[tuple[list[Completion], Usage]]:
     single = req.with_n(None)
-    futures = [_threads().submit(_attempt_sync, route, single, policy, label) for _ in range(count)]
+    futures = [runtime.threads().submit(_attempt_sync, route, single, policy, label) for _ in range(count)]
     return [f.result() for f in futures]
 
 

@@ -8,7 +8,6 @@ credential resolution, a parameter schema, lifecycle hooks, history and usage to
 from __future__ import annotations
 
 import functools
-import sys
 import time
 import warnings
 from collections import deque
@@ -16,7 +15,6 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sigform import warmup
 from sigform.errors import LMError
 from sigform.lm import calls, capabilities
 from sigform.lm.credentials import CONNECTION_SETTINGS, Credential, is_secret_name
@@ -31,7 +29,6 @@ from sigform.lm.rate_limit import limited_route, limiter_of
 from sigform.lm.request import Request, cache_key, response_format_dict
 from sigform.lm.retry import RetryPolicy, check_limits
 from sigform.lm.routing import Route, current, fast_path_eligible, resolve_route
-from sigform.lm.sdk_warmup import SDK_TASK, may_use_sdk
 from sigform.lm.streaming import StreamDelta
 from sigform.lm.text_mode import completion_params, prompt_of
 from sigform.message import Message
@@ -128,12 +125,6 @@ class LM:
         self._ledger = Ledger(options.history_size)
         self._route: Route | None = None
         self._warned: set[str] = set()
-        # the call path (and the SDK, if this LM will use it) loads in the background while the
-        # program does whatever comes next; a Predict call waits for it rather than racing it
-        if may_use_sdk(model, self._api_base is not None, options.fast_path) and "openai" not in sys.modules:
-            warmup.start(warmup.CALL_PATH, SDK_TASK)
-        else:
-            warmup.start(warmup.CALL_PATH)
 
     # -- description -----------------------------------------------------------------------
 

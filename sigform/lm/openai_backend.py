@@ -25,8 +25,8 @@ request straight to the SDK's aiohttp session where httpx2's wrappers around it 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
+import functools
 import json
 import os
 import threading
@@ -34,10 +34,10 @@ import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from sigform import runtime
 from sigform.lm.client_pool import ClientPool, Lease
 from sigform.lm.credentials import memoised_by_url, split_url
 from sigform.lm.errors_map import missing_key_error
-from sigform.lm.io_loop import in_io_thread, io_loop, run_in_io_loop
 from sigform.lm.request import Request
 from sigform.lm.response import chunk_not_json, parse_body
 from sigform.lm.sdk_clients import async_client, sync_client
@@ -119,18 +119,20 @@ class OpenAIBackend:
         self._lock = threading.Lock()
         self._sync_in_flight = 0  # sync requests being sent (more than one: the I/O loop sends)
         self._count_lock = threading.Lock()
-        atexit.register(_close_sync_at_exit, weakref.ref(self))
-        _backends.add(self)
+        runtime.on_exit(functools.partial(_close_sync_at_exit, weakref.ref(self)))
+        runtime.forget_after_fork(self)
 
-    def _forget_clients(self) -> list[Any]:
-        """Start again with no client and no held lock (in a forked child); the old pools."""
-        old = [self._sync, self._async]
+    def _after_fork(self) -> None:
+        """Start again with no client and no held lock (in a forked child). The child holds its
+        parent's keep-alive connections: requests sent on one socket by both processes get each
+        other's responses (a child read another child's answer as its own). The parent's clients
+        are kept unclosed (closing one could end the parent's TLS session), used by no pool."""
+        _inherited.append([self._sync, self._async])
         self._sync = ClientPool(MAX_CLIENTS)
         self._async = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._count_lock = threading.Lock()
         self._sync_in_flight = 0
-        return old
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -217,10 +219,10 @@ class OpenAIBackend:
             lease = self._lease(req)
             _direct_for(lease.client)
             self._release(lease)
-        if not in_io_thread():
-            pool = self._async.get(io_loop())
+        if not runtime.in_loop():
+            pool = self._async.get(runtime.loop())
             if pool is None or not pool.holds(slot):
-                run_in_io_loop(self.aprepare(req))
+                runtime.run(self.aprepare(req))
 
     async def aprepare(self, req: Request) -> None:
         """:meth:`prepare` for an async request: this loop's client."""
@@ -256,13 +258,13 @@ class OpenAIBackend:
     def complete(self, req: Request) -> tuple[dict[str, Any], float | None]:
         """Send ``req``; return the JSON body and the cost (unknown here: None). While another
         sync request is in flight, the process's I/O loop sends it the async way (see
-        :mod:`sigform.lm.io_loop`); credentials are resolved here, in the caller's thread."""
+        :mod:`sigform.runtime`); credentials are resolved here, in the caller's thread."""
         with self._count_lock:
             self._sync_in_flight += 1
             crowded = self._sync_in_flight > 1
         try:
-            if crowded and not in_io_thread():
-                return run_in_io_loop(self.acomplete(req, self._identity(req)))
+            if crowded and not runtime.in_loop():
+                return runtime.run(self.acomplete(req, self._identity(req)))
             return self._complete_sync(req)
         finally:
             with self._count_lock:
@@ -534,21 +536,7 @@ def _close_sync_at_exit(ref: weakref.ReferenceType[OpenAIBackend]) -> None:
 
 
 _backend: OpenAIBackend | None = None
-_backends: weakref.WeakSet[OpenAIBackend] = weakref.WeakSet()
 _inherited: list[Any] = []  # a forked child's copies of its parent's pools: never used, never closed
-
-
-def _forget_clients_in_child() -> None:
-    # a forked child holds its parent's keep-alive connections: requests sent on one socket by
-    # both processes get each other's responses (a child read another child's answer as its
-    # own). The child makes its own clients; the copies are kept unclosed (closing one could end
-    # the parent's TLS session) and unreferenced by any pool
-    for backend in list(_backends):
-        _inherited.extend(backend._forget_clients())
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_clients_in_child)
 
 
 def get_backend() -> OpenAIBackend:

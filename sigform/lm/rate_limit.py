@@ -39,6 +39,7 @@ from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from sigform import runtime
 from sigform.lm.retry import RetryPolicy
 from sigform.probes import probe
 
@@ -128,6 +129,10 @@ class TokenBucket:
         self.requests = 0  # booked so far (for progress reports)
         self.tokens = 0
         self.waited = 0.0  # seconds of waiting handed out
+        runtime.forget_after_fork(self)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a forked child: another thread of the parent may hold it
 
     @property
     def limits(self) -> dict[str, float | None]:
@@ -168,6 +173,14 @@ MAX_PAUSE = RetryPolicy.max_retry_after
 # LMs for the same model and endpoint with the same limits share one bucket in a process
 _buckets: weakref.WeakValueDictionary[tuple[Any, ...], TokenBucket] = weakref.WeakValueDictionary()
 _buckets_lock = threading.Lock()
+
+
+def _new_buckets_lock() -> None:
+    global _buckets_lock
+    _buckets_lock = threading.Lock()
+
+
+runtime.on_fork(_new_buckets_lock)
 
 
 def shared_bucket(identity: tuple[Any, ...], rpm: float | None, tpm: float | None) -> TokenBucket:

@@ -7,7 +7,7 @@ Policy (documented in the package docstring):
 * Across processes, a file lock on ``<cache>/local-server.json.lock`` serialises start-up and the
   state file records the server. A recorded server is reused only if its pid is alive and its
   port answers ``/v1/models`` with our alias.
-* The process that started a server owns it and stops it at exit (``atexit``; and the child's
+* The process that started a server owns it and stops it at exit (``runtime.on_exit``; and the child's
   watchdog stops it if the owner is killed). Processes that merely reused it never stop it.
   When a reused server disappears (its owner exited), the next :func:`ensure_server` starts a
   server of its own.
@@ -20,13 +20,13 @@ Policy (documented in the package docstring):
 
 from __future__ import annotations
 
-import atexit
 import functools
 import logging
 import os
 import threading
 from pathlib import Path
 
+from sigform import runtime
 from sigform.errors import LocalModelError
 from sigform.local._cpu_check import CRASH_SIGNALS, record_safe, use_safe_cpu
 from sigform.local._model import default_model_path, ensure_model
@@ -72,7 +72,6 @@ _current: LocalServer | None = None
 _owned: list[LocalServer] = []  # every server this process started: stopped at exit
 _restarts = 0
 _force_safe = False  # our server died: its replacement uses the safe CPU settings
-_atexit_registered = False
 
 
 def _lock_file() -> str:
@@ -80,16 +79,13 @@ def _lock_file() -> str:
 
 
 def _track(server: LocalServer) -> None:
-    global _atexit_registered
     with _lock:
         _owned.append(server)
-        if not _atexit_registered:
-            atexit.register(_stop_owned)
-            _atexit_registered = True
+    runtime.on_exit(_stop_owned)
 
 
 def _stop_owned() -> None:
-    """atexit: stop every server this process started and drop its state-file record."""
+    """At exit: stop every server this process started and drop its state-file record."""
     with _lock:
         servers = list(_owned)
         _owned.clear()
@@ -119,8 +115,7 @@ def _forget_after_fork() -> None:
     _force_safe = False
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_after_fork)
+runtime.on_fork(_forget_after_fork)
 
 
 def model_type(api_base: str | None = None) -> str | None:

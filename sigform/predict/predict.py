@@ -20,7 +20,6 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, Union, overload
 
-from sigform import warmup
 from sigform.adapters.call_plan import AdapterCall
 from sigform.errors import InputError, ParseError, SignatureError
 from sigform.predict import context_vars
@@ -52,8 +51,6 @@ def default_lm() -> Any:
     """The process-wide fallback LM: ``sigform.LM()`` (the embedded local model), created once."""
     global _default_lm
     if _default_lm is None:
-        # imported before taking the lock: a lazy import waits for the warm-up, which takes the
-        # same lock to build the default adapter (waiting while holding it never returned)
         from sigform.lm import LM
 
         with _defaults_lock:
@@ -255,7 +252,6 @@ class Predict(Module, Generic[_In, _Out]):
         """The adapter that runs one call, and the call: the checked inputs, the LM, the demos,
         the signature and the request options, each from the call, else the program, else
         settings."""
-        warmup.wait()  # a fresh process's first call: its imports finish in one thread, not two
         checked = self._checker.check(inputs)  # before anything else: no LM is built for bad input
         if lm is None:
             lm = self.lm

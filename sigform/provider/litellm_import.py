@@ -10,6 +10,8 @@ import os
 import threading
 from typing import Any
 
+from sigform import runtime
+
 __all__ = ["import_litellm"]
 
 _import_lock = threading.Lock()
@@ -44,5 +46,4 @@ def _forget_clients_in_child() -> None:
         litellm.in_memory_llm_clients_cache = type(cache)()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_clients_in_child)
+runtime.on_fork(_forget_clients_in_child)

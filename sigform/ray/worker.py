@@ -1,8 +1,8 @@
 """What runs inside each Ray Data actor: the program rebuilt from its saved state, on an event loop.
 
 Ray Data calls :class:`ProgramWorker` with one Arrow batch at a time. The worker runs the
-batch's rows through ``program.acall`` on a long-lived event loop of its own (so connections
-and clients stay warm across batches), at most ``calls_per_worker`` at once, and returns the
+batch's rows through ``program.acall`` on the process's event loop (:mod:`sigform.runtime`, so
+connections and clients stay warm across batches), at most ``calls_per_worker`` at once, and returns the
 batch with the output columns, the error column and the row key added. A failing row becomes
 an error cell; no row is dropped.
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -26,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sigform import runtime
 from sigform.lm.interface import Usage
 from sigform.predict.checkpoint import Checkpoint, row_key
 from sigform.predict.context_vars import track_usage
@@ -112,9 +112,6 @@ class ProgramWorker:
             self.checkpoint = Checkpoint(part, self.program, digest=payload.digest)
             if payload.finished is not None:
                 self.checkpoint.adopt(ray.get(payload.finished))
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="sigform-ray-loop", daemon=True)
-        self._thread.start()
         self.gate: asyncio.Semaphore | None = None
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -126,7 +123,7 @@ class ProgramWorker:
                 f"(columns: {', '.join(batch.column_names)})"
             )
         started = time.perf_counter()
-        outcomes = asyncio.run_coroutine_threadsafe(self._run(rows), self.loop).result()
+        outcomes = runtime.run(self._run(rows))
         keys, results, errors, usage, skipped = outcomes
         for name, column in self.payload.plan.columns(results, errors).items():
             batch = _set_column(batch, name, column)
@@ -142,7 +139,7 @@ class ProgramWorker:
     async def _run(
         self, rows: list[Mapping[str, Any]]
     ) -> tuple[list[str], list[Any], list[BaseException | None], Usage, int]:
-        if self.gate is None:  # made on the loop's thread; batches run on that one loop
+        if self.gate is None:  # made on the process's loop, where every batch runs
             self.gate = asyncio.Semaphore(self.payload.calls_per_worker)
         inputs = [{name: row[name] for name in self.payload.inputs} for row in rows]
         keys = [row_key(self.payload.digest, x) for x in inputs]
@@ -167,11 +164,6 @@ class ProgramWorker:
         if checkpoint is not None:
             checkpoint.record(key, value)
         return value, None, tracker.usage, False
-
-    def __del__(self) -> None:
-        loop = getattr(self, "loop", None)
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(loop.stop)
 
 
 def _set_column(table: pa.Table, name: str, column: pa.Array) -> pa.Table:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from sigform.tools import _loop
+from sigform import runtime
 
 __all__ = ["call_inline", "invoke", "run_sync"]
 
@@ -44,7 +44,7 @@ async def call_inline(func: Callable[..., Any], *args: Any, **kwargs: Any) -> An
 def run_sync(make: Callable[[], Coroutine[Any, Any, T] | Awaitable[T]]) -> T:
     """Run the coroutine ``make()`` to completion from synchronous code.
 
-    It runs on the process's long-lived background loop (see :mod:`sigform.tools._loop`), with
+    It runs on the process's long-lived background loop (see :mod:`sigform.runtime`), with
     this thread's contextvars, so per-loop resources such as the LM's async clients persist
     across calls; that works from inside a running loop too (a notebook, an async framework
     calling sync code), which blocks until the call is done, as any sync call does. A call made
@@ -52,8 +52,8 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T] | Awaitable[T]]) -> T:
     agent) runs on a fresh loop in a helper thread instead: waiting on the busy loop, or on its
     worker threads, could deadlock.
     """
-    if not _loop.inside.get():
-        return _loop.run_on_background_loop(_as_coroutine(make()))
+    if not runtime.in_loop():
+        return runtime.run(_as_coroutine(make()))
     ctx = contextvars.copy_context()
     box: dict[str, Any] = {}
 

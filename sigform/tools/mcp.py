@@ -48,9 +48,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from sigform import runtime
 from sigform.errors import FieldError, MCPServerError, ToolArgumentsError, ToolError
 from sigform.excerpt import shorten
-from sigform.tools import _loop
 from sigform.tools._invoke import run_sync
 from sigform.tools.display import escape_controls
 from sigform.tools.result import ToolResult
@@ -148,7 +148,7 @@ class _Connection:
         """Run the coroutine ``make()`` on the connection's loop and await it from this one
         (cancelling the caller cancels it)."""
         self._check_owner()
-        loop = _loop.background_loop() if self.loop is None else self.loop
+        loop = runtime.loop() if self.loop is None else self.loop
         try:
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -163,7 +163,7 @@ class _Connection:
             raise MCPServerError(f"{self.label} was closed; open a new MCPClient")
         with self.lock:  # callers on several threads start it once
             if self.ready is None:
-                self.loop = _loop.background_loop()
+                self.loop = runtime.loop()
                 self.ready = concurrent.futures.Future()
                 self.done = asyncio.run_coroutine_threadsafe(self._serve(), self.loop)
         if not await _settled(self.ready, timeout):

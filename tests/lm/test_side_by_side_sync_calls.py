@@ -1,12 +1,10 @@
-"""Sync fast-path requests sent side by side go over the process's I/O loop (sigform.lm.io_loop):
+"""Sync fast-path requests sent side by side go over the process's I/O loop (sigform.runtime):
 the same requests, answers and errors as the sync route, credentials resolved in the caller's
 thread, a lone call still sent the sync way, a clean exit and a working forked child; work on the
 loop runs in the caller's context and is cancelled when the caller's wait is interrupted."""
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import os
 import subprocess
 import sys
@@ -20,7 +18,6 @@ from lm_fake_openai import FakeOpenAIServer, Reply, completion_body, default_rep
 
 import sigform as sf
 from sigform.lm import LM
-from sigform.lm.io_loop import run_in_io_loop
 
 MSG = [{"role": "user", "content": "hi"}]
 VOLATILE = {"content-length", "x-stainless-read-timeout", "x-stainless-retry-count"}
@@ -99,7 +96,7 @@ def test_credentials_are_resolved_in_the_callers_thread(lm_server: FakeOpenAISer
     slow(lm_server)
     lm = LM("openai/fake", api_base=lm_server.api_base, api_key=api_key, cache=False)
     assert side_by_side(lm) == [["echo: hi"]] * THREADS
-    assert seen and "sigform-io" not in seen
+    assert seen and "sigform-loop" not in seen
     assert {h["authorization"] for h in lm_server.headers} == {"Bearer sk-rotating-0123456789"}
 
 
@@ -133,7 +130,7 @@ def test_the_process_exits_cleanly_after_side_by_side_calls(lm_server: FakeOpenA
         "with ThreadPoolExecutor(8) as pool:\n"
         "    texts = list(pool.map(lambda i: lm('hi')[0].text, range(16)))\n"
         "assert texts == ['echo: hi'] * 16, texts\n"
-        "assert any(t.name == 'sigform-io' for t in threading.enumerate())\n"
+        "assert any(t.name == 'sigform-loop' for t in threading.enumerate())\n"
         "print('done')\n"
     )
     slow(lm_server, 0.1)
@@ -167,44 +164,3 @@ def test_a_slow_answer_times_out_alike(lm_server: FakeOpenAIServer) -> None:
     alone = side_by_side(lm, calls=1)
     assert side_by_side(lm) == alone * THREADS
     assert alone[0][0] == "LMTimeoutError"
-
-
-def test_run_in_io_loop_runs_in_the_callers_context() -> None:
-    var: contextvars.ContextVar[str] = contextvars.ContextVar("probe", default="unset")
-
-    async def read() -> str:
-        return var.get()
-
-    def in_thread(value: str) -> str:
-        var.set(value)
-        return run_in_io_loop(read())
-
-    with ThreadPoolExecutor(2) as pool:
-        assert list(pool.map(in_thread, ["a", "b"])) == ["a", "b"]
-
-
-def test_an_interrupted_wait_cancels_the_work_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sigform.lm import io_loop
-
-    started, cancelled = threading.Event(), threading.Event()
-
-    async def work() -> None:
-        started.set()
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    real = asyncio.run_coroutine_threadsafe
-
-    def interrupted(coro: Any, loop: Any) -> Any:
-        future = real(coro, loop)
-        started.wait(10)
-        monkeypatch.setattr(future, "result", lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
-        return future
-
-    monkeypatch.setattr(io_loop.asyncio, "run_coroutine_threadsafe", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        run_in_io_loop(work())
-    assert cancelled.wait(10)  # before: the request went on after its caller was gone
