@@ -1,7 +1,7 @@
 """Import cost, checked structurally (no timings): what a plain-text program must never load.
 
 A fresh interpreter builds, formats and calls a plain-text Predict (the first-call benchmark's
-path: LM over the openai fast path, a loopback fake server) and reports which of the deferred
+path: LM over the fast path, a loopback fake server) and reports which of the deferred
 modules got imported. With the chat adapter none of them is loaded; with the default adapter on a
 model that constrains decoding to a schema, the JSON adapter (its choice there) and nothing else.
 Each of them is loaded on first use only:
@@ -50,9 +50,11 @@ DEFERRED = (
     "sigform.predict.best_of_n",
     "sigform.predict.voting",
     "sigform.predict.chain_of_thought",
-    "rich",
     "jinja2.sandbox",
     "litellm",
+    "openai",  # the fast path is sigform's own (sigform.lm.transport)
+    "httpx2",
+    "aiohttp",  # async requests only
     "difflib",
 )
 

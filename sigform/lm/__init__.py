@@ -1,11 +1,11 @@
-"""The LM layer: ``sigform.LM`` over litellm (plus an openai-SDK fast path), cache, retries,
-credentials, parameter schema, history and streaming.
+"""The LM layer: ``sigform.LM`` over litellm (and over its own HTTP transport for
+OpenAI-compatible endpoints), cache, retries, credentials, parameter schema, history, streaming.
 
 Its options are declared once (:class:`LMOptions`); every call goes through one lifecycle
 (``LM.prepare`` -> :class:`Call`: before / done / failed); what carries requests is a
-:class:`Backend` (the openai SDK's, litellm's, or one given with ``LM(model, backend=...)``).
+:class:`Backend` (the fast path's, litellm's, or one given with ``LM(model, backend=...)``).
 
-Importing this package does not import litellm or the openai SDK; they load on the first call.
+Importing this package imports no HTTP library and not litellm; they load on the first call.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A :class:`Backend` takes a finished :class:`~sigform.lm.request.Request` and returns the provider's
 answer in the OpenAI chat-completions shape: a response body (plus its cost, when known) or, for
 streams, chunk dicts. It does nothing else: the LM around it keeps the cache, hooks, retries,
-history, usage and parameter checks. sigform ships two (the openai SDK for OpenAI-compatible
+history, usage and parameter checks. sigform ships two (:mod:`sigform.lm.transport` for OpenAI-compatible
 endpoints, litellm for the rest); ``LM(model, backend=...)`` puts any other under a real LM --
 :class:`sigform.testing.ScriptedBackend` answers from a script, the way a mock transport sits
 under a real HTTP client.

@@ -1,15 +1,15 @@
 """Describe a failure to reach an endpoint: which URL, and what the operating system said.
 
-The openai SDK reports every such failure as ``Connection error.``, and litellm re-raises it as an
-``InternalServerError`` with HTTP status 500 although no response ever came. The real cause is
-further down the exception chain (``httpx.ConnectError`` -> ``ConnectionRefusedError``,
-``socket.gaierror``, ``ssl.SSLError``); this module finds it without importing httpx or litellm.
+The fast path reports every such failure as :class:`~sigform.lm.transport.Unreachable`, the openai
+SDK as ``Connection error.``, and litellm re-raises it as an ``InternalServerError`` with HTTP
+status 500 although no response ever came. The real cause is further down the exception chain
+(``httpx.ConnectError`` -> ``ConnectionRefusedError``, ``socket.gaierror``, ``ssl.SSLError``); this
+module finds it without importing httpx, aiohttp or litellm.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sigform.lm.credentials import split_url
 from sigform.probes import probe
@@ -18,7 +18,9 @@ __all__ = ["ConnectionFailure", "connection_failure"]
 
 _MAX_DEPTH = 12
 # httpx's transport errors that mean no response arrived (by name: httpx is not imported)
-_NO_RESPONSE = frozenset({"ConnectError", "RemoteProtocolError", "ReadError"})
+_NO_RESPONSE = frozenset({"ConnectError", "RemoteProtocolError", "ReadError", "Unreachable"})
+# the server closed the connection without answering (httpx's and aiohttp's names)
+_CLOSED = frozenset({"RemoteProtocolError", "ReadError", "ServerDisconnectedError", "ClientPayloadError"})
 
 
 @dataclass(frozen=True)
@@ -45,12 +47,14 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def _safe_url(request: Any) -> str | None:
-    """The request's URL without user info, query or fragment (they may hold credentials)."""
-    if request is None:
-        return None
-    url = probe("URL of a failed request", lambda: str(request.url), None)  # httpx raises without one
-    if url is None:
+def _safe_url(link: BaseException) -> str | None:
+    """The URL a failed request went to (the fast path's ``url``, the SDK's and httpx's
+    ``request.url``) without user info, query or fragment (they may hold credentials)."""
+    url = getattr(link, "url", None)
+    request = getattr(link, "request", None)
+    if not isinstance(url, str) and request is not None:
+        url = probe("URL of a failed request", lambda: str(request.url), None)  # httpx raises without one
+    if not isinstance(url, str) or not url:
         return None
     try:
         parts = split_url(url)
@@ -89,7 +93,7 @@ def connection_failure(exc: BaseException) -> ConnectionFailure | None:
     if any("Timeout" in name for name in names):
         return None
     # the deepest request is the one sent (litellm's wrapper carries a stand-in for api.openai.com)
-    urls = (_safe_url(getattr(link, "request", None)) for link in reversed(chain))
+    urls = (_safe_url(link) for link in reversed(chain))
     url = next((u for u in urls if u is not None), None)
     for link in chain:
         if isinstance(link.__cause__, OSError) and isinstance(link, OSError) and link.__cause__ in chain:
@@ -101,7 +105,7 @@ def connection_failure(exc: BaseException) -> ConnectionFailure | None:
             detail = str(link) if isinstance(link, ssl.SSLError) else link.strerror or str(link)
             detail = "" if plain else detail
             return ConnectionFailure(what, detail, url)
-    if "RemoteProtocolError" in names or "ReadError" in names:
+    if names & _CLOSED:
         return ConnectionFailure("the server closed the connection without answering", "", url)
     if names & _NO_RESPONSE or "APIConnectionError" in names:
         return ConnectionFailure("the connection failed", "", url)

@@ -1,6 +1,7 @@
-"""Map openai-SDK and litellm exceptions onto sigform's one error hierarchy.
+"""Map the fast path's and litellm's exceptions onto sigform's one error hierarchy.
 
-litellm's exceptions subclass the openai SDK's, so one mapping covers both backends; it works
+litellm's exceptions subclass the openai SDK's; the fast path's (:mod:`sigform.lm.transport`)
+carry the same attributes (``status_code``, ``body``, ``message``, headers). The mapping works
 from status codes and class names so that it never has to import litellm. The provider's
 message is kept (with secrets scrubbed) on ``LMError.provider_message``.
 """
@@ -90,9 +91,9 @@ def _headers_of(exc: BaseException) -> list[Mapping[str, str]]:
     litellm's ``litellm_response_headers`` (litellm often attaches an empty stand-in response and
     keeps the provider's real headers only there)."""
     found: list[Mapping[str, str]] = []
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers:
-        found.append(headers)
+    for headers in (getattr(exc, "headers", None), getattr(getattr(exc, "response", None), "headers", None)):
+        if headers and isinstance(headers, Mapping):
+            found.append(headers)
     extra = getattr(exc, "litellm_response_headers", None)
     if extra:
         try:
@@ -163,7 +164,10 @@ def _body_loc(item: Any) -> bool:
 def _wrappable(exc: BaseException) -> bool:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
         return True
-    return any(cls.__module__.split(".")[0] in _WRAPPED_MODULES for cls in type(exc).__mro__)
+    return any(
+        cls.__module__.split(".")[0] in _WRAPPED_MODULES or cls.__name__ == "TransportError"
+        for cls in type(exc).__mro__
+    )
 
 
 # what litellm's stream reader raised when it could not read a chunk: it reports these as an
@@ -313,6 +317,7 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
         err = ProviderError(f"{model}: {scrub(failure.describe(), secrets)}", **kw)
     elif (
         "APIConnectionError" in names
+        or "Unreachable" in names
         or isinstance(exc, ConnectionError)
         or (
             status is None

@@ -1,7 +1,7 @@
 """``sigform.LM``: how every program talks to a model.
 
 ``LM("provider/model", **defaults)`` sends chat-completions requests through litellm, or through
-the openai SDK for OpenAI-compatible endpoints (the fast path), with a response cache, retries,
+its own HTTP transport for OpenAI-compatible endpoints (the fast path), with a response cache, retries,
 credential resolution, a parameter schema, lifecycle hooks, history and usage totals.
 """
 

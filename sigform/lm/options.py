@@ -35,7 +35,7 @@ class LMOptions:
     ``cache`` turns the response cache on or off (per call: ``lm(..., cache=False)``);
     ``num_retries`` bounds retries of retryable failures, waiting ``retry_delay`` seconds (doubled
     per retry, with jitter) unless the provider says how long; ``timeout`` is seconds per request
-    (None: no limit); ``fast_path`` picks the openai-SDK route for OpenAI-compatible endpoints
+    (None: no limit); ``fast_path`` picks sigform's own transport for OpenAI-compatible endpoints
     (None = automatic); ``strict`` turns "setting does not apply" warnings into errors;
     ``callbacks`` are :class:`sigform.hooks.Callback` objects for this LM; ``history_size`` bounds
     ``lm.history``; ``headers`` are sent with every request; ``capabilities`` override

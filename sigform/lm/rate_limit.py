@@ -21,7 +21,7 @@ one instead of sending, so late sleepers never go out together as a burst.
 
 The limit applies where requests leave: the LM wraps its route's backend (:func:`limited_route`),
 so retries, ``n`` top-ups and streams are counted and cache hits are not. A backend with
-``prepare(req)`` / ``async aprepare(req)`` (the openai SDK one) makes what sending needs -- its
+``prepare(req)`` / ``async aprepare(req)`` (the fast path's) makes what sending needs -- its
 clients -- before the request books its slot, so a cold client does not make a request leave
 after its slot, bunched with the next one.
 """

@@ -3,7 +3,7 @@
 A text-completions response (``/completions``: each choice's ``text`` instead of a ``message``)
 is read the same way.
 
-Both backends hand this module plain dicts: the openai SDK path the JSON body, the litellm path
+Both backends hand this module plain dicts: the fast path the JSON body, the litellm path
 ``ModelResponse.model_dump()``. Reasoning text is read from ``reasoning_content`` (litellm,
 DeepSeek, vLLM) or ``reasoning`` (some OpenAI-compatible servers).
 

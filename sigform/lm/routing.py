@@ -2,7 +2,7 @@
 
 Resolved once per LM, at its first call (so constructing an LM never imports litellm):
 
-* the fast path (openai SDK) for OpenAI-compatible endpoints: ``openai/...`` with an
+* the fast path (:mod:`sigform.lm.transport`) for OpenAI-compatible endpoints: ``openai/...`` with an
   ``api_base``, ``hosted_vllm/...``, ``lm_studio/...``, ``llamafile/...`` and the embedded
   local model (``"local"``), unless ``fast_path=False``. The fast path speaks chat completions
   only, so models litellm sends elsewhere stay on litellm: the Responses API
@@ -45,7 +45,7 @@ _NON_CHAT_ROUTES = ("responses/",)
 class Route:
     """How requests for one LM are sent."""
 
-    backend: Backend  # the openai SDK's, litellm's, or the one given to the LM
+    backend: Backend  # the fast path's, litellm's, or the one given to the LM
     model: str  # the model string handed to the backend
     provider: str
     api_base: str | None
@@ -65,7 +65,7 @@ class Route:
 
     @property
     def fast(self) -> bool:
-        return self.backend.name == "openai-sdk"
+        return self.backend.name == "openai-compatible"
 
 
 def current(route: Route) -> Route:
@@ -106,7 +106,7 @@ def fast_path_eligible(model: str, api_base: str | None) -> bool:
 @functools.lru_cache(maxsize=256)
 def _eligible(model: str, has_base: bool) -> bool:
     # memoised: LM.supports asks on every call; the answer depends on the model name only
-    from sigform.lm.openai_backend import FAST_PROVIDERS
+    from sigform.lm.transport import FAST_PROVIDERS
 
     if model == "local":
         return True
@@ -169,7 +169,7 @@ def resolve_route(
         model_type, gbnf = facts["model_type"], facts["grammar"]
     use_fast = fast_path if fast_path is not None else fast_path_eligible(model, api_base)
     if use_fast:
-        from sigform.lm.openai_backend import FAST_PROVIDERS, get_backend
+        from sigform.lm.transport import FAST_PROVIDERS, get_backend
 
         prefix = _prefix(send_model)
         if provider is None:

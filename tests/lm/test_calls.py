@@ -167,35 +167,18 @@ def test_headers_reach_the_server(fake: FakeOpenAIServer, fast_path: bool) -> No
     assert fake.headers[-1]["x-team"] == "a" and fake.headers[-1]["x-call"] == "b"
 
 
-def test_fast_path_sends_what_the_sdk_would(fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the fast path sends a copy of a request the SDK built; without that template (SDK
-    # internals moved) it falls back to the SDK's client.post: the server sees the same request
-    from sigform.lm import openai_backend
-
-    def call(lm: LM) -> list[tuple[dict[str, Any], dict[str, str]]]:
-        assert lm(MSG, headers={"X-Call": "b"}, temperature=0.5)[0].text == "echo: hi"
-        assert asyncio.run(lm.acall(MSG, headers={"X-Call": "b"}, temperature=0.5))[0].text == "echo: hi"
-        return list(zip(fake.requests[-2:], fake.headers[-2:], strict=True))
-
-    direct = call(make_lm(fake, True, headers={"X-Team": "a"}))
-    monkeypatch.setattr(openai_backend, "_directs", openai_backend.weakref.WeakKeyDictionary())
-    refused: list[object] = []
-
-    def no_template(self: object, client: object) -> None:
-        refused.append(client)
-        raise AttributeError("an SDK without _build_request")
-
-    monkeypatch.setattr(openai_backend._Direct, "__init__", no_template)
-    sdk = call(make_lm(fake, True, headers={"X-Team": "a"}))
-    volatile = {"content-length", "x-stainless-read-timeout", "x-stainless-retry-count"}
-    assert len(refused) == 2  # the SDK's own path served both (one client each, sync and async)
-    for (direct_body, direct_headers), (sdk_body, sdk_headers) in zip(direct, sdk, strict=True):
-        assert direct_body == sdk_body
-        assert {k: v for k, v in direct_headers.items() if k not in volatile} == {
-            k: v for k, v in sdk_headers.items() if k not in volatile
-        }
-        assert direct_headers["authorization"] == "Bearer sk-test-key-0123456789"
-        assert direct_headers["x-team"] == "a" and direct_headers["x-call"] == "b"
+def test_the_fast_paths_sync_and_async_routes_send_the_same_request(fake: FakeOpenAIServer) -> None:
+    # sync requests go over httpx, async ones over aiohttp: the server sees one request
+    lm = make_lm(fake, True, headers={"X-Team": "a"}, project="proj-1")
+    assert lm(MSG, headers={"X-Call": "b"}, temperature=0.5)[0].text == "echo: hi"
+    assert asyncio.run(lm.acall(MSG, headers={"X-Call": "b"}, temperature=0.5))[0].text == "echo: hi"
+    (sync_body, sync_headers), (async_body, async_headers) = zip(fake.requests, fake.headers, strict=True)
+    assert sync_body == async_body == {"model": "fake", "messages": MSG, "temperature": 0.5}
+    same = ("authorization", "content-type", "accept", "user-agent", "x-team", "x-call", "openai-project")
+    assert {k: sync_headers[k] for k in same} == {k: async_headers[k] for k in same}
+    assert sync_headers["authorization"] == "Bearer sk-test-key-0123456789"
+    assert sync_headers["x-team"] == "a" and sync_headers["x-call"] == "b"
+    assert sync_headers["openai-project"] == "proj-1"
 
 
 def test_stream_yields_deltas_then_completions(fake: FakeOpenAIServer, fast_path: bool) -> None:

@@ -35,7 +35,7 @@ def test_history_records_calls(lm_server: FakeOpenAIServer, fast_path: bool) -> 
     assert entry.messages == MSG and entry.params == {"temperature": 0.2, "n": 2}
     assert [c.text for c in entry.completions] == ["echo: What is 2+2?"] * 2
     assert entry.latency > 0 and not entry.cache_hit and entry.error is None
-    assert entry.backend == ("openai-sdk" if fast_path else "litellm")
+    assert entry.backend == ("openai-compatible" if fast_path else "litellm")
     assert global_history()[-1] is entry
 
 

@@ -178,17 +178,18 @@ def test_concurrent_calls_hold_the_limit_at_the_server(mode: str) -> None:
 def test_a_cold_client_is_made_before_its_request_takes_a_slot(
     mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sigform.lm import openai_backend
+    from sigform.lm import transport
 
     def slow(make: Any) -> Any:
-        def build(**options: Any) -> Any:
-            time.sleep(0.61)  # what the SDK's import, a TLS context or a session can cost when cold
-            return make(**options)
+        def build() -> Any:
+            time.sleep(0.61)  # what an HTTP library's import, a TLS context or a session can cost
+            return make()
 
         return build
 
-    monkeypatch.setattr(openai_backend, "sync_client", slow(openai_backend.sync_client))
-    monkeypatch.setattr(openai_backend, "async_client", slow(openai_backend.async_client))
+    monkeypatch.setattr(transport, "get_backend", lambda: transport.Transport())  # no client yet
+    monkeypatch.setattr(transport, "_new_client", slow(transport._new_client))
+    monkeypatch.setattr(transport, "_new_session", slow(transport._new_session))
     with OpenAIChatFake(default=Reply(chat(y="1"))) as fake:  # a new endpoint: no client for it yet
         program = sf.Predict("x: int -> y: int", lm=lm_for(fake, rpm=300))  # one request every 0.2 s
         examples = [{"x": i} for i in range(6)]

@@ -1,0 +1,413 @@
+"""The fast path: chat and text completions to OpenAI-compatible endpoints, over HTTP, owned here.
+
+Used for ``openai/...`` with an ``api_base`` (or no base: OpenAI's own API, or
+``OPENAI_BASE_URL``), ``hosted_vllm/...``, ``lm_studio/...``, ``llamafile/...`` and the embedded
+local model, so that a call imports neither litellm nor the openai SDK. The wire format is small
+and documented: ``POST {api_base}/chat/completions`` with ``{"model", "messages", **params}``, or
+``POST {api_base}/completions`` with ``{"model", "prompt", **params}`` for a request with a
+``prompt`` (a text completion); a JSON body back, or server-sent events (``data: {...}`` lines,
+then ``data: [DONE]``) for a stream. The body and chunks go back as dicts, unchanged.
+
+Sync requests go over one ``httpx.Client`` per process; async ones over one ``aiohttp`` session
+per event loop (at 64 concurrent calls httpx's async pool costs 10x aiohttp's CPU and more), closed
+when its loop shuts down its async generators (``asyncio.run`` does). A sync request that starts
+while another of the process is in flight is sent the async way by the process's background loop
+(:mod:`sigform.runtime`), its thread waiting: httpx's sync stack costs several times the CPU per
+request when 64 threads share it. Clients carry no credential: each request has its own headers,
+so a rotated key is simply sent. They share one TLS context (``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
+honoured), follow redirects and read proxies from the environment. A forked child makes its own
+(a socket both processes used would mix their answers); exit closes them.
+
+Failures raise :class:`StatusError` (an answer with status >= 400), :class:`Unreachable` (no
+answer) or :class:`TimedOut`, which :mod:`sigform.lm.errors_map` maps like any provider's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from sigform import runtime
+from sigform.lm.credentials import memoised_by_url, split_url
+from sigform.lm.request import Request
+from sigform.lm.response import chunk_not_json, parse_body
+
+__all__ = ["FAST_PROVIDERS", "StatusError", "TimedOut", "Transport", "Unreachable", "request_model_name"]
+
+# model prefixes whose endpoints speak the OpenAI chat-completions protocol
+FAST_PROVIDERS = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile", "local", "openai_like"})
+_PLACEHOLDER_KEY = "sk-no-key-required"  # OpenAI-compatible local servers ignore the key
+_DEFAULT_BASES = {"lm_studio": "http://localhost:1234/v1", "llamafile": "http://127.0.0.1:8080/v1"}
+_OPENAI_API = "https://api.openai.com/v1"
+_CONNECT_S, _READ_S = 5.0, 600.0  # without a timeout: 5 s to connect, 10 minutes to answer
+_MAX_CONNECTIONS = 1000
+
+
+class TransportError(Exception):
+    """A request that got no completion; ``url`` is where it went (shown without credentials)."""
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.url = url
+
+
+class Unreachable(TransportError):
+    """No answer came: the connection failed, or the server closed it (the cause says which)."""
+
+
+class TimedOut(TransportError, TimeoutError):
+    """No answer within the timeout."""
+
+
+class StatusError(TransportError):
+    """The server answered with an error status; ``body`` is its JSON error object (or text)."""
+
+    def __init__(self, status_code: int, headers: Any, raw: bytes, url: str) -> None:
+        text = raw.decode("utf-8", "replace").strip()
+        try:
+            body: Any = json.loads(text)
+        except ValueError:
+            body = text or None
+        super().__init__(f"Error code: {status_code} - {body if body is not None else ''}", url)
+        self.status_code = status_code
+        self.headers = headers
+        self.body = body.get("error", body) if isinstance(body, dict) else body
+
+
+class StreamError(TransportError):
+    """The server sent an ``error`` event in the middle of a stream."""
+
+    def __init__(self, error: Any) -> None:
+        message = error.get("message") if isinstance(error, dict) else None
+        super().__init__(message if isinstance(message, str) else str(error), "")
+        self.body = error
+
+
+def request_model_name(model: str) -> str:
+    """The model name the server sees: the provider prefix removed (``openai/x`` -> ``x``)."""
+    prefix, sep, rest = model.partition("/")
+    return rest if sep and prefix in FAST_PROVIDERS else model
+
+
+@memoised_by_url  # asked on every keyless request (local servers)
+def _openai_host(url: str) -> bool:
+    try:
+        return split_url(url).hostname == "api.openai.com"  # not urlsplit: its memo keeps the URL
+    except ValueError:  # a malformed URL ("http://[::1/v1") is the request's to report, with the model
+        return False
+
+
+def _is_openai_api(req: Request, base: str | None) -> bool:
+    """Whether ``req`` goes to OpenAI's own API (the default endpoint, or named)."""
+    if base is None:
+        if req.provider != "openai":
+            return False
+        base = os.environ.get("OPENAI_BASE_URL") or _OPENAI_API
+    return _openai_host(base)
+
+
+class _Outgoing:
+    """One request as it goes on the wire: URL, headers, body and timeout."""
+
+    __slots__ = ("content", "headers", "timeout", "url")
+
+    def __init__(self, req: Request, stream: bool = False) -> None:
+        base = req.api_base or _DEFAULT_BASES.get(req.provider)
+        key = req.api_key.get() if req.api_key is not None else None
+        if not key and req.provider == "openai":
+            key = os.environ.get("OPENAI_API_KEY")
+        if not key and _is_openai_api(req, base):
+            from sigform.lm.errors_map import missing_key_error
+
+            # the placeholder is for local servers: OpenAI's own API would refuse it with an
+            # "incorrect API key sk-no-k..." 401 that hides what to set
+            raise missing_key_error(req.model)
+        if base is None:
+            base = (os.environ.get("OPENAI_BASE_URL") if req.provider == "openai" else None) or _OPENAI_API
+        headers = {
+            "Authorization": f"Bearer {key or _PLACEHOLDER_KEY}",
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream" if stream else "application/json",
+            "User-Agent": "sigform",
+        }
+        for name, header in (("organization", "OpenAI-Organization"), ("project", "OpenAI-Project")):
+            cred = req.connection.get(name)
+            value = cred.get() if cred is not None else None
+            if value is not None:
+                headers[header] = str(value)
+        headers.update(req.headers)
+        prompt = getattr(req, "prompt", None)  # a text completion (see the module docstring)
+        body: dict[str, Any] = {"model": request_model_name(req.model)}
+        if prompt is None:
+            body["messages"] = req.messages
+        else:
+            body["prompt"] = prompt
+        body.update(req.params)
+        if stream:
+            body["stream"] = True
+            body.setdefault("stream_options", {"include_usage": True})
+        self.url = f"{base.rstrip('/')}/{'chat/completions' if prompt is None else 'completions'}"
+        self.headers = headers
+        self.content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self.timeout = req.timeout
+
+
+_DONE: Any = object()
+
+
+def _chunk(line: str) -> Any:
+    """The chunk a server-sent line carries: a dict, None for other lines (comments, event names,
+    blank separators), ``_DONE`` for ``data: [DONE]``."""
+    if not line.startswith("data:"):
+        return None
+    data = line[5:].strip()
+    if data == "[DONE]":
+        return _DONE
+    try:
+        chunk = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise chunk_not_json(exc) from None
+    if isinstance(chunk, dict) and chunk.get("error"):
+        raise StreamError(chunk["error"])
+    return chunk
+
+
+async def _lines(content: Any) -> AsyncIterator[str]:
+    """The lines of an aiohttp body (any length: aiohttp's own line reader stops at 64 KiB)."""
+    pending = b""
+    async for piece in content.iter_any():
+        *lines, pending = (pending + piece).split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8").rstrip("\r")
+    if pending:
+        yield pending.decode("utf-8")
+
+
+class Transport:
+    """The fast path's :class:`~sigform.lm.backend.Backend` (one per process: :func:`get_backend`)."""
+
+    name = "openai-compatible"
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # per loop
+        self._lock = threading.Lock()
+        self._in_flight = 0  # sync requests being sent (more than one: the background loop sends)
+        self._inherited: list[Any] = []  # a forked child's copies of its parent's: never used
+        runtime.forget_after_fork(self)
+        runtime.on_exit(self._close_client)
+
+    def _after_fork(self) -> None:
+        # kept unclosed: closing would end the parent's connections (and TLS sessions) too
+        self._inherited.append((self._client, self._sessions))
+        self._client, self._sessions = None, weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self._in_flight = 0
+
+    def _close_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    # -- clients -----------------------------------------------------------------------------
+
+    def _sync_client(self) -> Any:
+        client = self._client
+        if client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = _new_client()
+                client = self._client
+        return client
+
+    async def _session(self) -> Any:
+        loop = asyncio.get_running_loop()
+        session = self._sessions.get(loop)
+        if session is None:
+            session = self._sessions[loop] = _new_session()
+            closer = _close_at_loop_shutdown(session)
+            await closer.__anext__()  # the loop keeps only a weak reference to the closer
+            session.sigform_closer = closer
+        return session
+
+    def prepare(self, req: Request) -> None:
+        """Make the clients ``req`` may be sent with before it books a rate limiter's slot (see
+        :mod:`sigform.lm.rate_limit`): a cold one (a TLS context, a session) made after the slot
+        would send the request late, together with the next slot's."""
+        self._sync_client()
+        if not runtime.in_loop() and runtime.loop() not in self._sessions:
+            runtime.run(self.aprepare(req))
+
+    async def aprepare(self, req: Request) -> None:
+        await self._session()
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def complete(self, req: Request) -> tuple[dict[str, Any], float | None]:
+        """Send ``req``; the JSON body and the cost (unknown here: None). Credentials are
+        resolved in the caller's thread, whichever thread sends."""
+        out = _Outgoing(req)
+        with self._lock:
+            self._in_flight += 1
+            crowded = self._in_flight > 1
+        try:
+            if crowded and not runtime.in_loop():
+                return runtime.run(self._apost(out)), None
+            return parse_body(self._post(out)), None
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _post(self, out: _Outgoing) -> bytes:
+        import httpx
+
+        try:
+            response = self._sync_client().post(
+                out.url, content=out.content, headers=out.headers, timeout=_httpx_timeout(out.timeout)
+            )
+        except httpx.TimeoutException as exc:
+            raise TimedOut("no answer within the timeout", out.url) from exc
+        except httpx.RequestError as exc:
+            raise Unreachable(f"{type(exc).__name__}: {exc}", out.url) from exc
+        if response.status_code >= 400:
+            raise StatusError(response.status_code, response.headers, response.content, out.url)
+        return response.content
+
+    async def acomplete(self, req: Request) -> tuple[dict[str, Any], float | None]:
+        return await self._apost(_Outgoing(req)), None
+
+    async def _apost(self, out: _Outgoing) -> dict[str, Any]:
+        session = await self._session()
+        async with _failures(out.url), session.post(
+            out.url, data=out.content, headers=out.headers, timeout=_aiohttp_timeout(out.timeout)
+        ) as response:
+            data = await response.read()
+            if response.status >= 400:
+                raise StatusError(response.status, response.headers, data, out.url)
+        return parse_body(data)  # an HTML page or `[]` is a malformed response
+
+    def stream(self, req: Request) -> Iterator[dict[str, Any]]:
+        """Chunk dicts of a streamed response."""
+        import httpx
+
+        out = _Outgoing(req, stream=True)
+        client = self._sync_client()
+        try:
+            with client.stream(
+                "POST", out.url, content=out.content, headers=out.headers, timeout=_httpx_timeout(out.timeout)
+            ) as response:
+                if response.status_code >= 400:
+                    raise StatusError(response.status_code, response.headers, response.read(), out.url)
+                for line in response.iter_lines():
+                    chunk = _chunk(line)
+                    if chunk is _DONE:
+                        return
+                    if chunk is not None:
+                        yield chunk
+        except httpx.TimeoutException as exc:
+            raise TimedOut("no answer within the timeout", out.url) from exc
+        except httpx.RequestError as exc:
+            raise Unreachable(f"{type(exc).__name__}: {exc}", out.url) from exc
+
+    async def astream(self, req: Request) -> AsyncIterator[dict[str, Any]]:
+        out = _Outgoing(req, stream=True)
+        session = await self._session()
+        async with _failures(out.url), session.post(
+            out.url, data=out.content, headers=out.headers, timeout=_aiohttp_timeout(out.timeout)
+        ) as response:
+            if response.status >= 400:
+                raise StatusError(response.status, response.headers, await response.read(), out.url)
+            async for line in _lines(response.content):
+                chunk = _chunk(line)
+                if chunk is _DONE:
+                    return
+                if chunk is not None:
+                    yield chunk
+
+
+class _failures:
+    """aiohttp's failures as :class:`TimedOut` / :class:`Unreachable` (an async context manager)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        import aiohttp
+
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not isinstance(exc, TransportError):
+            raise TimedOut("no answer within the timeout", self.url) from exc
+        if isinstance(exc, aiohttp.ClientError):
+            raise Unreachable(f"{type(exc).__name__}: {exc}", self.url) from exc
+
+
+def _tls_context() -> Any:
+    import httpx
+
+    return httpx.create_ssl_context()  # the CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR
+
+
+_contexts: dict[tuple[str | None, str | None], Any] = {}
+
+
+def _shared_tls_context() -> Any:
+    """One TLS context per process and CA setting (loading the CAs costs tens of milliseconds)."""
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    context = _contexts.get(key)
+    if context is None:
+        context = _contexts[key] = _tls_context()
+    return context
+
+
+def _new_client() -> Any:
+    import httpx
+
+    limits = httpx.Limits(max_connections=_MAX_CONNECTIONS, max_keepalive_connections=100)
+    return httpx.Client(verify=_shared_tls_context(), follow_redirects=True, limits=limits)
+
+
+def _new_session() -> Any:
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=_MAX_CONNECTIONS, ssl=_shared_tls_context())
+    return aiohttp.ClientSession(connector=connector, trust_env=True)
+
+
+def _httpx_timeout(seconds: float | None) -> Any:
+    import httpx
+
+    return httpx.Timeout(seconds) if seconds is not None else httpx.Timeout(_READ_S, connect=_CONNECT_S)
+
+
+def _aiohttp_timeout(seconds: float | None) -> Any:
+    import aiohttp
+
+    if seconds is not None:
+        return aiohttp.ClientTimeout(total=None, connect=seconds, sock_connect=seconds, sock_read=seconds)
+    return aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_S, sock_read=_READ_S)
+
+
+async def _close_at_loop_shutdown(session: Any) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await session.close()
+
+
+_backend: Transport | None = None
+
+
+def get_backend() -> Transport:
+    """The process-wide fast-path backend (its clients are shared by every LM)."""
+    global _backend
+    if _backend is None:
+        _backend = Transport()
+    return _backend
