@@ -25,6 +25,7 @@ answer) or :class:`TimedOut`, which :mod:`sigform.lm.errors_map` maps like any p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import threading
@@ -228,13 +229,13 @@ class Transport:
 
     async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
-        session = self._sessions.get(loop)
-        if session is None:
-            session = self._sessions[loop] = _new_session()
+        held = self._sessions.get(loop)
+        if held is None:
+            session = _new_session()
             closer = _close_at_loop_shutdown(session)
             await closer.__anext__()  # the loop keeps only a weak reference to the closer
-            session.sigform_closer = closer
-        return session
+            held = self._sessions[loop] = (session, closer)
+        return held[0]
 
     def prepare(self, req: Request) -> None:
         """Make the clients ``req`` may be sent with before it books a rate limiter's slot (see
@@ -331,28 +332,31 @@ class Transport:
                     yield chunk
 
 
-class _failures:
-    """aiohttp's failures as :class:`TimedOut` / :class:`Unreachable` (an async context manager)."""
+@contextlib.asynccontextmanager
+async def _failures(url: str) -> AsyncIterator[None]:
+    """aiohttp's failures as :class:`TimedOut` / :class:`Unreachable`."""
+    import aiohttp
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        import aiohttp
-
-        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not isinstance(exc, TransportError):
-            raise TimedOut("no answer within the timeout", self.url) from exc
-        if isinstance(exc, aiohttp.ClientError):
-            raise Unreachable(f"{type(exc).__name__}: {exc}", self.url) from exc
+    try:
+        yield
+    except (asyncio.TimeoutError, TimeoutError) as exc:
+        if isinstance(exc, TransportError):
+            raise
+        raise TimedOut("no answer within the timeout", url) from exc
+    except aiohttp.ClientError as exc:
+        raise Unreachable(f"{type(exc).__name__}: {exc}", url) from exc
 
 
 def _tls_context() -> Any:
-    import httpx
+    """The CAs of ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` if set, else certifi's (as httpx does)."""
+    import ssl
 
-    return httpx.create_ssl_context()  # the CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if not cafile and not capath:
+        import certifi
+
+        cafile = certifi.where()
+    return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
 
 
 _contexts: dict[tuple[str | None, str | None], Any] = {}
