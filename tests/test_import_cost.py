@@ -50,9 +50,11 @@ DEFERRED = (
     "sigform.predict.best_of_n",
     "sigform.predict.voting",
     "sigform.predict.chain_of_thought",
+    "rich",
     "jinja2.sandbox",
     "litellm",
     "openai",  # the fast path is sigform's own (sigform.lm.transport)
+    "httpx",  # sync requests go over http.client (sigform.lm.http11)
     "httpx2",
     "aiohttp",  # async requests only
     "difflib",

@@ -8,11 +8,13 @@ and documented: ``POST {api_base}/chat/completions`` with ``{"model", "messages"
 ``prompt`` (a text completion); a JSON body back, or server-sent events (``data: {...}`` lines,
 then ``data: [DONE]``) for a stream. The body and chunks go back as dicts, unchanged.
 
-Sync requests go over one ``httpx.Client`` per process; async ones over one ``aiohttp`` session
-per event loop (at 64 concurrent calls httpx's async pool costs 10x aiohttp's CPU and more), closed
-when its loop shuts down its async generators (``asyncio.run`` does). A sync request that starts
+Sync requests go over the standard library's ``http.client`` with connections kept alive
+(:mod:`sigform.lm.http11`: no HTTP library to import for a first call); async ones over one
+``aiohttp`` session per event loop (at 64 concurrent calls httpx's async pool took 14 s where
+aiohttp took 1.1 s and raw sockets 0.8 s), closed when its loop shuts down its async generators
+(``asyncio.run`` does). A sync request that starts
 while another of the process is in flight is sent the async way by the process's background loop
-(:mod:`sigform.runtime`), its thread waiting: httpx's sync stack costs several times the CPU per
+(:mod:`sigform.runtime`), its thread waiting: a blocking stack costs several times the CPU per
 request when 64 threads share it. Clients carry no credential: each request has its own headers,
 so a rotated key is simply sent. They share one TLS context (``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
 honoured), follow redirects and read proxies from the environment. A forked child makes its own
@@ -25,16 +27,20 @@ answer) or :class:`TimedOut`, which :mod:`sigform.lm.errors_map` maps like any p
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import http.client
 import json
 import os
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import unquote
 
 from sigform import runtime
 from sigform.lm.credentials import memoised_by_url, split_url
+from sigform.lm.http11 import Connections
 from sigform.lm.request import Request
 from sigform.lm.response import chunk_not_json, parse_body
 
@@ -142,6 +148,14 @@ class _Outgoing:
             value = cred.get() if cred is not None else None
             if value is not None:
                 headers[header] = str(value)
+        url = f"{base.rstrip('/')}/"
+        scheme, at, rest = url.partition("://")
+        userinfo, sep, host = rest.partition("@")
+        if sep and "/" not in userinfo:  # credentials in the URL: HTTP basic auth, as httpx sent
+            user, _, password = userinfo.partition(":")
+            pair = f"{unquote(user)}:{unquote(password)}".encode()
+            headers["Authorization"] = f"Basic {base64.b64encode(pair).decode('ascii')}"
+            url = f"{scheme}{at}{host}"  # and never in a library's error message
         headers.update(req.headers)
         prompt = getattr(req, "prompt", None)  # a text completion (see the module docstring)
         body: dict[str, Any] = {"model": request_model_name(req.model)}
@@ -153,7 +167,7 @@ class _Outgoing:
         if stream:
             body["stream"] = True
             body.setdefault("stream_options", {"include_usage": True})
-        self.url = f"{base.rstrip('/')}/{'chat/completions' if prompt is None else 'completions'}"
+        self.url = url + ("chat/completions" if prompt is None else "completions")
         self.headers = headers
         self.content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self.timeout = req.timeout
@@ -218,7 +232,7 @@ class Transport:
 
     # -- clients -----------------------------------------------------------------------------
 
-    def _sync_client(self) -> Any:
+    def _sync_client(self) -> Connections:
         client = self._client
         if client is None:
             with self._lock:
@@ -266,19 +280,14 @@ class Transport:
                 self._in_flight -= 1
 
     def _post(self, out: _Outgoing) -> bytes:
-        import httpx
-
-        try:
-            response = self._sync_client().post(
-                out.url, content=out.content, headers=out.headers, timeout=_httpx_timeout(out.timeout)
-            )
-        except httpx.TimeoutException as exc:
-            raise TimedOut("no answer within the timeout", out.url) from exc
-        except httpx.RequestError as exc:
-            raise Unreachable(f"{type(exc).__name__}: {exc}", out.url) from exc
-        if response.status_code >= 400:
-            raise StatusError(response.status_code, response.headers, response.content, out.url)
-        return response.content
+        connect_s, read_s = _limits(out.timeout)
+        with _sync_failures(out.url), self._sync_client().post(
+            out.url, out.headers, out.content, connect_s, read_s
+        ) as response:
+            data = response.read()
+            if response.status >= 400:
+                raise StatusError(response.status, _headers(response), data, out.url)
+        return data
 
     async def acomplete(self, req: Request) -> tuple[dict[str, Any], float | None]:
         return await self._apost(_Outgoing(req)), None
@@ -295,26 +304,20 @@ class Transport:
 
     def stream(self, req: Request) -> Iterator[dict[str, Any]]:
         """Chunk dicts of a streamed response."""
-        import httpx
-
         out = _Outgoing(req, stream=True)
-        client = self._sync_client()
-        try:
-            with client.stream(
-                "POST", out.url, content=out.content, headers=out.headers, timeout=_httpx_timeout(out.timeout)
-            ) as response:
-                if response.status_code >= 400:
-                    raise StatusError(response.status_code, response.headers, response.read(), out.url)
-                for line in response.iter_lines():
-                    chunk = _chunk(line)
-                    if chunk is _DONE:
-                        return
-                    if chunk is not None:
-                        yield chunk
-        except httpx.TimeoutException as exc:
-            raise TimedOut("no answer within the timeout", out.url) from exc
-        except httpx.RequestError as exc:
-            raise Unreachable(f"{type(exc).__name__}: {exc}", out.url) from exc
+        connect_s, read_s = _limits(out.timeout)
+        with _sync_failures(out.url), self._sync_client().post(
+            out.url, out.headers, out.content, connect_s, read_s
+        ) as response:
+            if response.status >= 400:
+                raise StatusError(response.status, _headers(response), response.read(), out.url)
+            for line in response:
+                chunk = _chunk(line.decode("utf-8").rstrip("\r\n"))
+                if chunk is _DONE:
+                    response.read()  # to its end: the connection is reused
+                    return
+                if chunk is not None:
+                    yield chunk
 
     async def astream(self, req: Request) -> AsyncIterator[dict[str, Any]]:
         out = _Outgoing(req, stream=True)
@@ -371,11 +374,30 @@ def _shared_tls_context() -> Any:
     return context
 
 
-def _new_client() -> Any:
-    import httpx
+def _new_client() -> Connections:
+    return Connections(_shared_tls_context)
 
-    limits = httpx.Limits(max_connections=_MAX_CONNECTIONS, max_keepalive_connections=100)
-    return httpx.Client(verify=_shared_tls_context(), follow_redirects=True, limits=limits)
+
+@contextlib.contextmanager
+def _sync_failures(url: str) -> Iterator[None]:
+    """The socket's, TLS's and ``http.client``'s failures as :class:`TimedOut` / :class:`Unreachable`."""
+    try:
+        yield
+    except TransportError:
+        raise
+    except TimeoutError as exc:
+        raise TimedOut("no answer within the timeout", url) from exc
+    except (OSError, http.client.HTTPException) as exc:
+        raise Unreachable(f"{type(exc).__name__}: {exc}", url) from exc
+
+
+def _headers(response: http.client.HTTPResponse) -> dict[str, str]:
+    return {name.lower(): value for name, value in response.getheaders()}
+
+
+def _limits(seconds: float | None) -> tuple[float, float]:
+    """Seconds to connect and to wait for each read."""
+    return (seconds, seconds) if seconds is not None else (_CONNECT_S, _READ_S)
 
 
 def _new_session() -> Any:
@@ -383,12 +405,6 @@ def _new_session() -> Any:
 
     connector = aiohttp.TCPConnector(limit=_MAX_CONNECTIONS, ssl=_shared_tls_context())
     return aiohttp.ClientSession(connector=connector, trust_env=True)
-
-
-def _httpx_timeout(seconds: float | None) -> Any:
-    import httpx
-
-    return httpx.Timeout(seconds) if seconds is not None else httpx.Timeout(_READ_S, connect=_CONNECT_S)
 
 
 def _aiohttp_timeout(seconds: float | None) -> Any:

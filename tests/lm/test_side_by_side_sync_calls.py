@@ -40,16 +40,16 @@ def slow(server: FakeOpenAIServer, delay: float = 0.3) -> None:
 
 
 def count_sync_sends(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    import httpx
+    from sigform.lm.http11 import Connections
 
     threads: list[str] = []
-    original = httpx.Client.send
+    original = Connections.post
 
-    def send(self: Any, request: Any, **kw: Any) -> Any:
+    def post(self: Any, *args: Any, **kw: Any) -> Any:
         threads.append(threading.current_thread().name)
-        return original(self, request, **kw)
+        return original(self, *args, **kw)
 
-    monkeypatch.setattr(httpx.Client, "send", send)
+    monkeypatch.setattr(Connections, "post", post)
     return threads
 
 

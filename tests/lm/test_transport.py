@@ -100,3 +100,45 @@ def test_each_loops_session_is_closed_when_the_loop_ends() -> None:
         finally:
             transport._new_session = real  # type: ignore[assignment]
     assert len(made) == 2 and all(session.closed for session in made)
+
+
+class Moves(LoopbackServer):
+    """Answers 307 to ``/v1/...`` with the same path under ``/v2/``, then echoes."""
+
+    async def handle(self, request: RecordedRequest) -> Response:
+        if request.path.startswith("/v1/"):
+            return Response(307, [("location", request.path.replace("/v1/", "/v2/"))])
+        return Response.json({"path": request.path, "choices": []})
+
+
+def test_a_307_is_followed_with_the_same_post_on_both_routes() -> None:
+    with Moves() as server:
+        base = f"{server.base_url}/v1"
+        synced, _ = transport.Transport().complete(request(base))
+        awaited, _ = asyncio.run(transport.Transport().acomplete(request(base)))
+    assert synced["path"] == awaited["path"] == "/v2/chat/completions"
+    assert [r.method for r in server.requests] == ["POST"] * 4
+    assert server.requests[1].json == server.requests[0].json
+
+
+def test_a_kept_alive_connection_found_dead_is_replaced() -> None:
+    import socket
+
+    backend = transport.Transport()
+    with Echo() as server:
+        base = f"{server.base_url}/v1"
+        backend.complete(request(base))
+        (kept,) = [conn for conns in backend._sync_client()._idle.values() for conn in conns]
+        kept.sock.shutdown(socket.SHUT_RDWR)  # as when the server drops an idle connection
+        body, _ = backend.complete(request(base))
+    assert body["path"] == "/v1/chat/completions" and len(server.requests) == 2
+
+
+def test_a_proxy_from_the_environment_gets_the_whole_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    with Echo() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://puser:ppass@{proxy.base_url.removeprefix('http://')}")
+        monkeypatch.setenv("NO_PROXY", "localhost")
+        body, _ = transport.Transport().complete(request("http://models.example:8000/v1"))
+    assert body["path"] == "/v1/chat/completions"  # models.example was never looked up: the proxy answered
+    assert proxy.requests[0].headers["host"] == "models.example:8000"
+    assert proxy.requests[0].headers["proxy-authorization"] == "<redacted>"

@@ -1,0 +1,179 @@
+"""Sync HTTP/1.1 POSTs over the standard library's ``http.client``, connections kept alive.
+
+The fast path's sync requests go through here (async ones over aiohttp, see
+:mod:`sigform.lm.transport`). ``http.client`` is part of Python, so a fresh process's first call
+imports no HTTP library: httpx and the modules it loads (httpcore, its command line's rich, click
+and pygments) were most of a first call's time. What this adds to ``http.client``:
+
+* connections kept alive and reused per origin (and proxy), by any thread; a connection the server
+  closed while it was idle is replaced once, before anything was read from it;
+* the proxy of ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` unless ``NO_PROXY`` names the host
+  (read with :mod:`urllib.request`, imported only when such a variable is set);
+* 307 and 308 redirects followed (the same POST; credentials only to the same origin).
+
+A response is handed to the caller open; once it has been read to its end its connection goes
+back to the pool, otherwise the connection is closed.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import unquote, urljoin, urlsplit
+
+__all__ = ["Connections"]
+
+_MAX_REDIRECTS = 5
+_MAX_IDLE = 32  # idle connections kept per origin
+# what a kept-alive connection the server has closed raises on reuse
+_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+
+
+class Connections:
+    """Keep-alive connections by origin; ``tls()`` gives the TLS context for https."""
+
+    def __init__(self, tls: Callable[[], Any]) -> None:
+        self._tls = tls
+        self._idle: dict[tuple[Any, ...], list[http.client.HTTPConnection]] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close every idle connection (at exit)."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for connections in idle.values():
+            for conn in connections:
+                conn.close()
+
+    @contextlib.contextmanager
+    def post(
+        self, url: str, headers: dict[str, str], body: bytes, connect_s: float, read_s: float
+    ) -> Iterator[http.client.HTTPResponse]:
+        """The response to ``POST url`` (redirects followed); raises what the socket, TLS or
+        ``http.client`` raise when no response came."""
+        for _ in range(_MAX_REDIRECTS + 1):
+            origin, target, conn, reused = self._connection(url, connect_s)
+            sent = {**_proxy_auth(origin[3]), **headers} if origin[0] == "http" and origin[3] else headers
+            try:
+                response = _send(conn, target, sent, body, read_s)
+            except _STALE:
+                conn.close()
+                if not reused:
+                    raise
+                conn = self._new(origin, connect_s)  # it was closed while idle: once more, anew
+                response = _send(conn, target, sent, body, read_s)
+            except BaseException:
+                conn.close()
+                raise
+            location = response.getheader("location")
+            if response.status in (307, 308) and location:
+                response.read()
+                self._done(origin, conn, response)
+                moved = urljoin(url, location)
+                if urlsplit(moved)[:2] != urlsplit(url)[:2]:  # another origin gets no credentials
+                    headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                url = moved
+                continue
+            try:
+                yield response
+            except BaseException:
+                conn.close()
+                raise
+            self._done(origin, conn, response)
+            return
+        raise http.client.HTTPException(f"more than {_MAX_REDIRECTS} redirects")
+
+    def _connection(self, url: str, connect_s: float) -> tuple[Any, str, http.client.HTTPConnection, bool]:
+        try:
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError as exc:  # a bad IPv6 literal, a port out of range
+            raise http.client.InvalidURL(str(exc)) from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise http.client.InvalidURL(f"not an http(s) URL: {parts.scheme}://{parts.hostname or ''}")
+        target = parts.path or "/"
+        if parts.query:
+            target += f"?{parts.query}"
+        proxy = _proxy(parts.scheme, parts.hostname)
+        if proxy is not None and parts.scheme == "http":
+            target = f"http://{parts.netloc.rpartition('@')[2]}{target}"  # a proxy takes the whole URL
+        origin = (parts.scheme, parts.hostname, port, proxy)
+        with self._lock:
+            idle = self._idle.get(origin)
+            conn = idle.pop() if idle else None
+        if conn is not None:
+            return origin, target, conn, True
+        return origin, target, self._new(origin, connect_s), False
+
+    def _new(self, origin: tuple[Any, ...], connect_s: float) -> http.client.HTTPConnection:
+        scheme, host, port, proxy = origin
+        conn: http.client.HTTPConnection
+        if proxy is None:
+            if scheme == "https":
+                conn = http.client.HTTPSConnection(host, port, timeout=connect_s, context=self._tls())
+            else:
+                conn = http.client.HTTPConnection(host, port, timeout=connect_s)
+        else:
+            via = urlsplit(proxy)
+            if scheme == "https":  # a tunnel through the proxy, TLS inside it
+                conn = http.client.HTTPSConnection(
+                    via.hostname or "", via.port or 80, timeout=connect_s, context=self._tls()
+                )
+                conn.set_tunnel(host, port, headers=_proxy_auth(proxy))
+            else:  # the proxy gets the whole URL (and its credentials with each request)
+                conn = http.client.HTTPConnection(via.hostname or "", via.port or 80, timeout=connect_s)
+        conn.connect()
+        return conn
+
+    def _done(self, origin: tuple[Any, ...], conn: http.client.HTTPConnection, response: Any) -> None:
+        """Back to the pool if the response was read to its end and the server keeps the
+        connection open; closed otherwise."""
+        if not response.isclosed() or response.will_close:
+            conn.close()
+            return
+        with self._lock:
+            idle = self._idle.setdefault(origin, [])
+            if len(idle) < _MAX_IDLE:
+                idle.append(conn)
+                return
+        conn.close()
+
+
+def _send(
+    conn: http.client.HTTPConnection, target: str, headers: dict[str, str], body: bytes, read_s: float
+) -> http.client.HTTPResponse:
+    if conn.sock is None:
+        conn.connect()
+    conn.sock.settimeout(read_s)
+    conn.request("POST", target, body=body, headers=headers)
+    return conn.getresponse()
+
+
+def _proxy(scheme: str, host: str) -> str | None:
+    """The proxy URL for ``scheme://host`` from the environment, None for a direct connection."""
+    if not any(name.lower().endswith("_proxy") for name in os.environ):
+        return None  # the common case: no proxy variable, nothing imported
+    import urllib.request
+
+    proxies = urllib.request.getproxies_environment()
+    bypass = [entry.strip().lstrip(".").lower() for entry in proxies.get("no", "").split(",")]
+    bypass = [entry for entry in bypass if entry]
+    host = host.lower()
+    if "*" in bypass or any(host == entry or host.endswith(f".{entry}") for entry in bypass):
+        return None
+    proxy = proxies.get(scheme) or proxies.get("all")
+    return None if not proxy else proxy if "://" in proxy else f"http://{proxy}"
+
+
+def _proxy_auth(proxy: str) -> dict[str, str]:
+    """The ``Proxy-Authorization`` header for credentials in the proxy's URL."""
+    via = urlsplit(proxy)
+    if via.username is None:
+        return {}
+    pair = f"{unquote(via.username)}:{unquote(via.password or '')}".encode()
+    return {"Proxy-Authorization": f"Basic {base64.b64encode(pair).decode('ascii')}"}
