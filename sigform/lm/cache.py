@@ -173,6 +173,8 @@ class ResponseCache:
         # pending writes are the parent's to make
         self._lock = threading.Lock()
         self._pending = {}
+        if self._disk is None:
+            self._opened = None  # the parent's opening thread does not run here: open anew
 
     # -- fingerprints ----------------------------------------------------------------------
 
@@ -225,6 +227,8 @@ class ResponseCache:
         with self._lock:
             opened = self._opened
             if opened is None:  # opened on a thread, so that a call can stop waiting for it
+                import diskcache  # noqa: F401 - here, never in that thread (a fork mid-import hangs)
+
                 opened = self._opened = threading.Event()
                 opener = threading.Thread(target=self._open_disk, args=(opened,), name="sigform-cache-open")
                 opener.daemon = True
