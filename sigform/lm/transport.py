@@ -56,7 +56,8 @@ _MAX_CONNECTIONS = 1000
 
 
 class TransportError(Exception):
-    """A request that got no completion; ``url`` is where it went (shown without credentials)."""
+    """A request that got no completion; ``url`` is where it went (shown without credentials).
+    Never seen by users: the LM maps it (:mod:`sigform.lm.errors_map`)."""
 
     def __init__(self, message: str, url: str) -> None:
         super().__init__(message)
