@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from sigform import runtime
 from sigform.tools.process import end_process, end_process_now, spawn
 
 __all__ = ["StdioServer"]
@@ -239,5 +240,4 @@ def _after_fork_in_child() -> None:
         os.close(devnull)
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+runtime.on_fork(_after_fork_in_child)
