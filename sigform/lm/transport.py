@@ -40,7 +40,7 @@ from urllib.parse import unquote
 
 from sigform import runtime
 from sigform.lm.credentials import memoised_by_url, split_url
-from sigform.lm.http11 import Connections
+from sigform.lm.http11 import Connections, proxy_auth, proxy_for
 from sigform.lm.request import Request
 from sigform.lm.response import chunk_not_json, parse_body
 
@@ -53,6 +53,7 @@ _DEFAULT_BASES = {"lm_studio": "http://localhost:1234/v1", "llamafile": "http://
 _OPENAI_API = "https://api.openai.com/v1"
 _CONNECT_S, _READ_S = 5.0, 600.0  # without a timeout: 5 s to connect, 10 minutes to answer
 _MAX_CONNECTIONS = 1000
+_DEFAULT_TIMEOUT: Any = None  # aiohttp.ClientTimeout of _CONNECT_S / _READ_S, made with the first session
 
 
 class TransportError(Exception):
@@ -295,9 +296,7 @@ class Transport:
 
     async def _apost(self, out: _Outgoing) -> dict[str, Any]:
         session = await self._session()
-        async with _failures(out.url), session.post(
-            out.url, data=out.content, headers=out.headers, timeout=_aiohttp_timeout(out.timeout)
-        ) as response:
+        async with _failures(out.url), session.post(out.url, **_aiohttp_options(out)) as response:
             data = await response.read()
             if response.status >= 400:
                 raise StatusError(response.status, response.headers, data, out.url)
@@ -323,9 +322,7 @@ class Transport:
     async def astream(self, req: Request) -> AsyncIterator[dict[str, Any]]:
         out = _Outgoing(req, stream=True)
         session = await self._session()
-        async with _failures(out.url), session.post(
-            out.url, data=out.content, headers=out.headers, timeout=_aiohttp_timeout(out.timeout)
-        ) as response:
+        async with _failures(out.url), session.post(out.url, **_aiohttp_options(out)) as response:
             if response.status >= 400:
                 raise StatusError(response.status, response.headers, await response.read(), out.url)
             async for line in _lines(response.content):
@@ -405,15 +402,32 @@ def _new_session() -> Any:
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=_MAX_CONNECTIONS, ssl=_shared_tls_context())
-    return aiohttp.ClientSession(connector=connector, trust_env=True)
+    global _DEFAULT_TIMEOUT
+    _DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_S, sock_read=_READ_S)
+    # trust_env off: aiohttp would look the proxy and ~/.netrc up in a thread, twice per request;
+    # the proxy is looked up by _aiohttp_options instead (every request carries its credentials)
+    return aiohttp.ClientSession(connector=connector, trust_env=False)
 
 
-def _aiohttp_timeout(seconds: float | None) -> Any:
+def _aiohttp_options(out: _Outgoing) -> dict[str, Any]:
+    """``session.post``'s keywords for ``out``: body, headers, timeouts and the environment's
+    proxy (looked up here: the session does not, see :func:`_new_session`)."""
     import aiohttp
 
-    if seconds is not None:
-        return aiohttp.ClientTimeout(total=None, connect=seconds, sock_connect=seconds, sock_read=seconds)
-    return aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_S, sock_read=_READ_S)
+    seconds = out.timeout
+    options: dict[str, Any] = {
+        "data": out.content,
+        "headers": out.headers,
+        "allow_redirects": True,
+        "timeout": _DEFAULT_TIMEOUT if seconds is None else aiohttp.ClientTimeout(
+            total=None, connect=seconds, sock_connect=seconds, sock_read=seconds
+        ),
+    }
+    proxy = proxy_for(out.url)
+    if proxy is not None:
+        options["proxy"] = proxy
+        options["proxy_headers"] = proxy_auth(proxy)
+    return options
 
 
 async def _close_at_loop_shutdown(session: Any) -> AsyncIterator[None]:

@@ -142,3 +142,22 @@ def test_a_proxy_from_the_environment_gets_the_whole_url(monkeypatch: pytest.Mon
     assert body["path"] == "/v1/chat/completions"  # models.example was never looked up: the proxy answered
     assert proxy.requests[0].headers["host"] == "models.example:8000"
     assert proxy.requests[0].headers["proxy-authorization"] == "<redacted>"
+
+
+def test_the_async_route_takes_the_proxy_from_the_environment_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    with Echo() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://puser:ppass@{proxy.base_url.removeprefix('http://')}")
+        monkeypatch.setenv("NO_PROXY", "localhost")
+        body, _ = asyncio.run(transport.Transport().acomplete(request("http://models.example:8000/v1")))
+    assert body["path"] == "/v1/chat/completions"
+    assert proxy.requests[0].headers["host"] == "models.example:8000"
+    assert proxy.requests[0].headers["proxy-authorization"] == "<redacted>"
+
+
+def test_no_proxy_names_a_host_that_is_reached_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    with Echo() as server:
+        monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        synced, _ = transport.Transport().complete(request(f"{server.base_url}/v1"))
+        awaited, _ = asyncio.run(transport.Transport().acomplete(request(f"{server.base_url}/v1")))
+    assert synced["path"] == awaited["path"] == "/v1/chat/completions"
