@@ -212,7 +212,7 @@ class Transport:
     name = "openai-compatible"
 
     def __init__(self) -> None:
-        self._client: Any = None
+        self._client: Connections | None = None
         self._sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # per loop
         self._lock = threading.Lock()
         self._in_flight = 0  # sync requests being sent (more than one: the background loop sends)
