@@ -6,14 +6,12 @@ shows its head and tail on one line (``"abc ... xyz"``), never the whole value.
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["shorten"]
 
 _SHOW_CHARS = 160
 
 
-def shorten(text: Any, limit: int = _SHOW_CHARS) -> str:
+def shorten(text: object, limit: int = _SHOW_CHARS) -> str:
     """Return ``text`` as a one-glance string: repr-like, at most ``limit`` characters."""
     s = text if isinstance(text, str) else repr(text)
     if len(s) > 4 * limit >= 64:

@@ -46,7 +46,7 @@ class Event:
         """The event's fields as a dict (``headers`` apart), as earlier versions passed them."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_PAYLOAD}
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         """A field by name, or ``default`` when this event has no such field."""
         return self.payload.get(key, default)
 

@@ -28,7 +28,7 @@ def _text(text: str) -> str:
     return f"<span style='white-space:pre-wrap'>{html.escape(text)}</span>"
 
 
-def value_html(value: Any, depth: int = 0) -> str:
+def value_html(value: object, depth: int = 0) -> str:
     """One typed value as HTML."""
     if value is None:
         return "<i style='color:#888'>None</i>"
@@ -58,7 +58,7 @@ def value_html(value: Any, depth: int = 0) -> str:
     return _text(repr(value))
 
 
-def _model_fields(value: Any) -> dict[str, Any] | None:
+def _model_fields(value: object) -> dict[str, Any] | None:
     """A pydantic model's (or dataclass's) fields by name; None for other values."""
     model_fields = getattr(type(value), "model_fields", None)
     if isinstance(model_fields, Mapping):
@@ -70,7 +70,7 @@ def _model_fields(value: Any) -> dict[str, Any] | None:
 
 
 def table_html(
-    values: Mapping[str, Any],
+    values: Mapping[str, object],
     *,
     depth: int = 0,
     caption: str | None = None,

@@ -127,7 +127,7 @@ def context(**settings: Unpack[Settings]) -> Iterator[None]:
         _overrides.reset(token)
 
 
-def get_setting(name: SettingName, default: Any = None) -> Any:
+def get_setting(name: SettingName, default: object = None) -> Any:
     """The value of ``name``: the innermost ``context`` first, then ``configure``, then ``default``."""
     scoped = _overrides.get()
     if name in scoped:

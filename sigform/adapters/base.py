@@ -152,7 +152,7 @@ class Adapter(PromptWriter):
         return extract(completion, field_views(signature)[1], self.matcher(signature), self.parse_order)
 
     def parse(
-        self, signature: type[Signature], completion: str, *, inputs: Mapping[str, Any] | None = None
+        self, signature: type[Signature], completion: str, *, inputs: Mapping[str, object] | None = None
     ) -> dict[str, Any]:
         """Typed output values read from ``completion``.
 
@@ -174,7 +174,7 @@ class Adapter(PromptWriter):
         return values
 
     def _parse(
-        self, signature: type[Signature], completion: str, inputs: Mapping[str, Any] | None = None
+        self, signature: type[Signature], completion: str, inputs: Mapping[str, object] | None = None
     ) -> dict[str, Any]:
         if not isinstance(completion, str):
             raise StructureError(f"expected the completion text as a str, got {type(completion).__name__}")
@@ -225,14 +225,14 @@ class Adapter(PromptWriter):
         return kwargs
 
     def response_formats(
-        self, lm: LMProtocol, signature: type[Signature], kwargs: Mapping[str, Any]
+        self, lm: LMProtocol, signature: type[Signature], kwargs: Mapping[str, object]
     ) -> ResponseFormats | None:
         """The response formats a request with ``kwargs`` tries, read by :meth:`send_request`.
         Extension point: the JSON adapter's schema modes, best first (None: the request as is)."""
         return None
 
     def outputs_from_completion(
-        self, signature: type[Signature], completion: Completion, inputs: Mapping[str, Any] | None = None
+        self, signature: type[Signature], completion: Completion, inputs: Mapping[str, object] | None = None
     ) -> dict[str, Any]:
         """Typed outputs of one completion. Extension point: with tools going natively (a
         :class:`TextSignature`), the native tool calls fill the ``ToolCalls`` outputs and the
@@ -308,7 +308,7 @@ class Adapter(PromptWriter):
         return attempt(self, call, state)
 
     def finished_completion(
-        self, signature: type[Signature], completion: Completion, kwargs: Mapping[str, Any]
+        self, signature: type[Signature], completion: Completion, kwargs: Mapping[str, object]
     ) -> Completion:
         """``completion`` as the adapter reads it (XML: with the stop sequence put back)."""
         return completion

@@ -206,7 +206,7 @@ def judge(
     adapter: Adapter,
     signature: type[Signature],
     slot: Slot,
-    inputs: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, object] | None = None,
     limit: OutputLimit = NO_LIMIT,
 ) -> None:
     """Read ``slot``'s completion into outputs, or the error that decides what happens next."""
@@ -249,7 +249,7 @@ def _retry_values(
     call: AdapterCall,
     signature: type[Signature],
     first: PlannedCall,
-    kwargs: Mapping[str, Any],
+    kwargs: Mapping[str, object],
     slot: Slot,
     state: RunState,
     limit: OutputLimit,

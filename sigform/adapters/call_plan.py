@@ -103,7 +103,7 @@ class CallPlan(Generic[Result]):
             raise exc
         self._advance(self._loop.throw, exc)
 
-    def _advance(self, step: Callable[[Any], PlannedCall], value: Any) -> None:
+    def _advance(self, step: Callable[[Any], PlannedCall], value: object) -> None:
         try:
             self.request = step(value)
         except StopIteration as stop:

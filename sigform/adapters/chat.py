@@ -27,7 +27,7 @@ __all__ = ["COMPLETED_MARKER", "ChatAdapter"]
 COMPLETED_MARKER = "[[ ## completed ## ]]"
 
 
-def write_scalar_or_json(adapter: Adapter, value: Any, view: FieldView) -> str:
+def write_scalar_or_json(adapter: Adapter, value: object, view: FieldView) -> str:
     """Scalars as the value engine renders them; structures always as one line of JSON."""
     from sigform.types import render_value
 
@@ -65,7 +65,7 @@ class ChatAdapter(Adapter):
     def neutralise(self, text: str) -> str:
         return neutralise_markers(text)
 
-    def render_output(self, value: Any, view: FieldView) -> str:
+    def render_output(self, value: object, view: FieldView) -> str:
         return self.neutralise(write_scalar_or_json(self, value, view))
 
     def request_kwargs(self, call: AdapterCall, signature: type[Signature]) -> dict[str, Any]:

@@ -79,7 +79,7 @@ def _fp(value: Any, depth: int) -> Any:
     raise _Uncacheable
 
 
-def demos_fingerprint(demos: Sequence[Mapping[str, Any]]) -> tuple[Any, ...] | None:
+def demos_fingerprint(demos: Sequence[Mapping[str, object]]) -> tuple[Any, ...] | None:
     """A hashable value equal for two demo lists only if they render identically; ``None``
     when some value is of a kind the fingerprint cannot vouch for."""
     try:
@@ -99,7 +99,7 @@ class DemoCache:
         self._entries: dict[tuple[Any, ...], tuple[Message, ...]] = {}
 
     def messages(
-        self, demos: Sequence[Mapping[str, Any]], render: Callable[[], list[Message]]
+        self, demos: Sequence[Mapping[str, object]], render: Callable[[], list[Message]]
     ) -> list[Message]:
         """The demo messages (fresh dicts the caller may change), rendered by ``render`` on a miss."""
         key = demos_fingerprint(demos)

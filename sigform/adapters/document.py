@@ -28,7 +28,7 @@ cannot be written into a text document: it is an :class:`~sigform.errors.InputEr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sigform.adapters.fields import FieldView, field_views
 from sigform.adapters.messages import demo_to_dict
@@ -59,7 +59,7 @@ def label(view: FieldView) -> str:
     return words[:1].upper() + words[1:]
 
 
-def _input_lines(writer: PromptWriter, views: Sequence[FieldView], values: Mapping[str, Any]) -> str:
+def _input_lines(writer: PromptWriter, views: Sequence[FieldView], values: Mapping[str, object]) -> str:
     lines = []
     for view in views:
         value = values[view.name]
@@ -72,14 +72,17 @@ def _input_lines(writer: PromptWriter, views: Sequence[FieldView], values: Mappi
     return "\n".join(lines)
 
 
-def _is_media(value: Any) -> bool:
+def _is_media(value: object) -> bool:
     from sigform.types.media import Media
 
     return isinstance(value, Media)
 
 
 def write_document(
-    writer: PromptWriter, signature: type[Signature], demos: Sequence[Any] | None, inputs: Mapping[str, Any]
+    writer: PromptWriter,
+    signature: type[Signature],
+    demos: Sequence[object] | None,
+    inputs: Mapping[str, object],
 ) -> Document:
     """The completion-mode request of ``signature`` (see the module docstring)."""
     in_views, out_views = field_views(signature)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from sigform.adapters.extraction import Extracted
 from sigform.adapters.xml_scan import escape_text
@@ -32,7 +31,7 @@ _MARKERS = ("{", "<", "[[", ":")
 _MIN_LENGTH = 4
 
 
-def _forms(value: Any) -> set[str]:
+def _forms(value: object) -> set[str]:
     if isinstance(value, str):
         text = value.strip()
         forms = {text, json.dumps(text, ensure_ascii=False)[1:-1], escape_text(text)}
@@ -61,7 +60,7 @@ class EchoMask:
         return blanked
 
 
-def mask_echoes(completion: str, inputs: Mapping[str, Any]) -> EchoMask | None:
+def mask_echoes(completion: str, inputs: Mapping[str, object]) -> EchoMask | None:
     """The completion with every echoed input blanked, or ``None`` when it repeats none."""
     masked = completion
     for value in inputs.values():
@@ -71,7 +70,7 @@ def mask_echoes(completion: str, inputs: Mapping[str, Any]) -> EchoMask | None:
     return None if masked is completion else EchoMask(masked)
 
 
-def _has_mask(value: Any) -> bool:
+def _has_mask(value: object) -> bool:
     if isinstance(value, str):
         return MASK in value
     if isinstance(value, dict):

@@ -130,7 +130,7 @@ def _candidates(text: str, reader: _Reader) -> tuple[list[Any], str | None]:
     if not spans.complete:
         # objects after the bound could change the choice (a later one wins): none is read
         return [], f"the text has over {MAX_TOKENS:,} braces and strings; it was not read as JSON"
-    out: list[Any] = []
+    out: list[object] = []
     problem: str | None = None
     for start, end in spans:
         value, why = reader.read(body[start:end])
@@ -156,7 +156,7 @@ def _candidates(text: str, reader: _Reader) -> tuple[list[Any], str | None]:
     return out, problem
 
 
-def _unwrap(value: Any, matcher: FieldMatcher, reader: _Reader, depth: int = 0) -> dict[str, Any] | None:
+def _unwrap(value: object, matcher: FieldMatcher, reader: _Reader, depth: int = 0) -> dict[str, Any] | None:
     """The answer object inside ``value``: itself, a one-element list's item, or a one-key wrapper's."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
@@ -174,7 +174,7 @@ def _unwrap(value: Any, matcher: FieldMatcher, reader: _Reader, depth: int = 0) 
     return value
 
 
-def _is_placeholder(name: str, value: Any) -> bool:
+def _is_placeholder(name: str, value: object) -> bool:
     return (
         isinstance(value, str)
         and bool(_PLACEHOLDER_RE.match(value))

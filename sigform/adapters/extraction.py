@@ -65,12 +65,12 @@ def _json(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extra
 # ---- XML -----------------------------------------------------------------------------------------
 
 
-def _model_fields(annotation: Any) -> dict[str, Any]:
+def _model_fields(annotation: object) -> dict[str, Any]:
     fields = getattr(annotation, "model_fields", None)
     return {name: info.annotation for name, info in fields.items()} if fields else {}
 
 
-def _base(annotation: Any) -> Any:
+def _base(annotation: object) -> Any:
     from sigform.types.inspection import split_optional, strip_annotated
 
     base, _ = strip_annotated(annotation)
@@ -78,7 +78,7 @@ def _base(annotation: Any) -> Any:
     return strip_annotated(base)[0]
 
 
-def _item_annotation(annotation: Any, index: int) -> Any:
+def _item_annotation(annotation: object, index: int) -> Any:
     from sigform.types.inspection import args_of
 
     args = args_of(_base(annotation))
@@ -97,7 +97,7 @@ def _generic(el: Element, text: str) -> Any:
     return [_generic(c, text) for c in el.children]
 
 
-def element_value(el: Element, text: str, annotation: Any, kind: str | None = None) -> Any:
+def element_value(el: Element, text: str, annotation: object, kind: str | None = None) -> Any:
     """The raw value of an element, guided by the annotation it must become (of ``kind``, when
     the caller knows it)."""
     if kind is None:
@@ -119,7 +119,7 @@ def element_value(el: Element, text: str, annotation: Any, kind: str | None = No
         base = _base(annotation)
         fields = _model_fields(base)
         matcher = FieldMatcher(fields)
-        out: dict[str, Any] = dict(el.attrs)
+        out: dict[str, object] = dict(el.attrs)
         if el.children:
             for child in el.children:
                 name = matcher.match(child.name)
@@ -146,7 +146,7 @@ def _xml(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extrac
     level = root.children
     while level and len(out.values) < len(by_name):
         next_level: list[Element] = []
-        claimed: dict[str, Any] = {}
+        claimed: dict[str, object] = {}
         for el in level:
             name = matcher.match(el.name)
             if name is None or name in out.values:

@@ -42,7 +42,7 @@ def typed_outputs(found: Extracted, views: Sequence[FieldView], summary: Summary
     present = {v.name: found.values[v.name] for v in views if v.name in found.values and v.name not in bad}
     annotations = {v.name: v.validation_annotation for v in views if v.name in present}
     errors: list[FieldError] = []
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     try:
         values = coerce_fields(present, annotations)
     except FieldValueError as exc:

@@ -72,7 +72,7 @@ class FieldView:
     validation_annotation: Any
 
 
-def kind_of(annotation: Any) -> tuple[str, bool]:
+def kind_of(annotation: object) -> tuple[str, bool]:
     """``(kind, nullable)`` of an annotation (``Optional[int]`` -> ``("int", True)``)."""
     base, _ = strip_annotated(annotation)
     base, nullable = split_optional(base)
@@ -80,7 +80,7 @@ def kind_of(annotation: Any) -> tuple[str, bool]:
     return value_kind(base), nullable
 
 
-def value_kind(base: Any) -> str:
+def value_kind(base: object) -> str:
     """The kind of an annotation without ``Optional`` / ``Annotated`` around it."""
     if base is str:
         return "str"
@@ -121,7 +121,7 @@ def _shape(schema: Any) -> str | None:
     return None if schema is None else schema_shape(schema, schema.get("$defs", {}))
 
 
-def _schema_text(schema: Any) -> str | None:
+def _schema_text(schema: object) -> str | None:
     return None if schema is None else json.dumps(schema, ensure_ascii=False, separators=(", ", ": "))
 
 

@@ -71,8 +71,8 @@ class PromptWriter:
     def format(
         self,
         signature: type[Signature],
-        demos: Sequence[Any] | None = None,
-        inputs: Mapping[str, Any] | None = None,
+        demos: Sequence[object] | None = None,
+        inputs: Mapping[str, object] | None = None,
     ) -> list[Message]:
         """The chat messages for ``signature``, few-shot ``demos`` and ``inputs``."""
         return self.format_with_layout(signature, demos, inputs)[0]
@@ -80,8 +80,8 @@ class PromptWriter:
     def format_with_layout(
         self,
         signature: type[Signature],
-        demos: Sequence[Any] | None = None,
-        inputs: Mapping[str, Any] | None = None,
+        demos: Sequence[object] | None = None,
+        inputs: Mapping[str, object] | None = None,
     ) -> tuple[list[Message], Layout]:
         """:meth:`format`, and which messages are the stable prefix (system, demos) and which
         History turns may be pruned to fit the context window (see :mod:`sigform.conversation`)."""
@@ -110,8 +110,8 @@ class PromptWriter:
     def document(
         self,
         signature: type[Signature],
-        demos: Sequence[Any] | None = None,
-        inputs: Mapping[str, Any] | None = None,
+        demos: Sequence[object] | None = None,
+        inputs: Mapping[str, object] | None = None,
     ) -> Document:
         """The request for a text-completion model: one plain-text few-shot document (see
         :mod:`sigform.adapters.document`)."""
@@ -130,7 +130,7 @@ class PromptWriter:
         return f"{head}\n\nAnswer with:\n{fields}".strip()
 
     def record_answer(
-        self, signature: type[Signature], views: Sequence[FieldView], values: Mapping[str, Any]
+        self, signature: type[Signature], views: Sequence[FieldView], values: Mapping[str, object]
     ) -> str:
         """A demo record's answer, in this adapter's answer format."""
         return self.assistant_text(signature, views, values, complete=False).strip()
@@ -140,7 +140,7 @@ class PromptWriter:
         back before the continuation is read. Empty for a format that needs none."""
         return ""
 
-    def demo_messages(self, signature: type[Signature], demos: Sequence[Any]) -> list[Message]:
+    def demo_messages(self, signature: type[Signature], demos: Sequence[object]) -> list[Message]:
         """The user/assistant messages of ``demos``, rendered once per signature and demo values
         (see :mod:`sigform.adapters.demo_cache`); fresh dicts on every call."""
         data = [demo_to_dict(demo, i) for i, demo in enumerate(demos)]
@@ -204,7 +204,7 @@ class PromptWriter:
         self,
         signature: type[Signature],
         views: Sequence[FieldView],
-        values: Mapping[str, Any],
+        values: Mapping[str, object],
         *,
         main: bool,
         missing: Sequence[str] = (),
@@ -269,7 +269,7 @@ class PromptWriter:
         self,
         signature: type[Signature],
         views: Sequence[FieldView],
-        values: Mapping[str, Any],
+        values: Mapping[str, object],
         *,
         complete: bool = True,
     ) -> str:
@@ -277,7 +277,7 @@ class PromptWriter:
         fields = [{"name": v.name, "value": self.render_output(values[v.name], v)} for v in views]
         return self.templates.render("assistant", fields=fields, complete=complete)
 
-    def format_assistant(self, signature: type[Signature], outputs: Mapping[str, Any]) -> str:
+    def format_assistant(self, signature: type[Signature], outputs: Mapping[str, object]) -> str:
         """The answer text this adapter expects for ``outputs`` (what :meth:`parse` reads back)."""
         views = field_views(signature)[1]
         absent = [v.name for v in views if v.name not in outputs]
@@ -285,7 +285,7 @@ class PromptWriter:
             raise ValueError(f"format_assistant: outputs lack field(s) {absent}")
         return self.assistant_text(signature, views, outputs, complete=True)
 
-    def render_input(self, value: Any, view: FieldView) -> str:
+    def render_input(self, value: object, view: FieldView) -> str:
         """One input value as text, with anything that could forge structure neutralised.
 
         NUL characters go before neutralising: removed after it, ``[\\x00[`` would become ``[[``."""
@@ -298,7 +298,7 @@ class PromptWriter:
         text = plain_text(value)
         return self.neutralise(text.replace("\x00", "") if "\x00" in text else text)
 
-    def render_output(self, value: Any, view: FieldView) -> str:
+    def render_output(self, value: object, view: FieldView) -> str:
         """One output value as this adapter's answer format writes it."""
         raise NotImplementedError
 
@@ -307,5 +307,5 @@ class PromptWriter:
         return text
 
     @staticmethod
-    def jsonable(value: Any) -> Any:
+    def jsonable(value: object) -> Any:
         return to_jsonable_python(value, fallback=str)

@@ -102,7 +102,7 @@ class JSONAdapter(Adapter):
     def neutralise(self, text: str) -> str:
         return neutralise_markers(text)
 
-    def render_output(self, value: Any, view: FieldView) -> Any:
+    def render_output(self, value: object, view: FieldView) -> Any:
         return self.jsonable(value)
 
     def assistant_text(
@@ -158,7 +158,7 @@ class JSONAdapter(Adapter):
         return None
 
     def response_formats(
-        self, lm: LMProtocol, signature: type[Signature], kwargs: Mapping[str, Any]
+        self, lm: LMProtocol, signature: type[Signature], kwargs: Mapping[str, object]
     ) -> ResponseFormats | None:
         if "response_format" in kwargs or not signature.output_fields:
             return None  # the caller decided, or only native tool calls are asked for

@@ -36,7 +36,7 @@ _TOKEN_RE = regex.compile("\x00sigform-media:(\\d+)\x00")
 _MEDIA_MODULE = "sigform.types.media"
 
 
-def _media_in(value: Any) -> list[Any]:
+def _media_in(value: object) -> list[Any]:
     """The media values in ``value`` (itself, or nested in a structure)."""
     # No Media instance can exist before its module is loaded: checking sys.modules is exact and
     # keeps plain-text programs from importing (and building) the media models at all.
@@ -47,7 +47,7 @@ def _media_in(value: Any) -> list[Any]:
     return list(iter_media(value))
 
 
-def _is_media(value: Any) -> bool:
+def _is_media(value: object) -> bool:
     from sigform.types.media import Media
 
     return isinstance(value, Media)
@@ -91,7 +91,7 @@ class MediaCollector:
         return out
 
 
-def demo_to_dict(demo: Any, index: int) -> dict[str, Any]:
+def demo_to_dict(demo: object, index: int) -> dict[str, Any]:
     """A demo as a plain dict: any Mapping, or an object with ``to_dict()`` (programs' Example)."""
     if isinstance(demo, Mapping):
         return dict(demo)
@@ -147,14 +147,20 @@ def _history_turns(
 
 
 def assemble(
-    adapter: PromptWriter, signature: type[Signature], demos: Sequence[Any] | None, inputs: Mapping[str, Any]
+    adapter: PromptWriter,
+    signature: type[Signature],
+    demos: Sequence[object] | None,
+    inputs: Mapping[str, object],
 ) -> list[Message]:
     """All messages of one request, in order: system, demos, history turns, the request."""
     return assemble_with_layout(adapter, signature, demos, inputs)[0]
 
 
 def assemble_with_layout(
-    adapter: PromptWriter, signature: type[Signature], demos: Sequence[Any] | None, inputs: Mapping[str, Any]
+    adapter: PromptWriter,
+    signature: type[Signature],
+    demos: Sequence[object] | None,
+    inputs: Mapping[str, object],
 ) -> tuple[list[Message], Layout]:
     """:func:`assemble`, and the request's :class:`~sigform.conversation.Layout`: system and
     demos are the stable prefix, each History entry (a tool call with its results) one prunable
@@ -182,7 +188,7 @@ def assemble_with_layout(
 
 
 def render_demos(
-    adapter: PromptWriter, signature: type[Signature], demos: Sequence[Mapping[str, Any]]
+    adapter: PromptWriter, signature: type[Signature], demos: Sequence[Mapping[str, object]]
 ) -> list[Message]:
     """The user/assistant message pairs of ``demos`` (dicts of field values), in order; a demo
     without an input or an output is an error, an incomplete one is marked with a note."""

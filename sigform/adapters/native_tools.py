@@ -64,22 +64,22 @@ __all__ = [
 _SEQUENCES = (list, tuple, Sequence)
 
 
-def is_tool(value: Any) -> bool:
+def is_tool(value: object) -> bool:
     """Whether ``value`` is a tool (its class declares ``__sigform_tool__ = True``)."""
     return getattr(type(value), "__sigform_tool__", False) is True
 
 
-def _base(annotation: Any) -> Any:
+def _base(annotation: object) -> Any:
     base, _ = strip_annotated(annotation)
     base, _ = split_optional(base)
     return strip_annotated(base)[0]
 
 
-def _is_tool_class(tp: Any) -> bool:
+def _is_tool_class(tp: object) -> bool:
     return isinstance(tp, type) and getattr(tp, "__sigform_tool__", False) is True
 
 
-def is_tool_annotation(annotation: Any) -> bool:
+def is_tool_annotation(annotation: object) -> bool:
     """``Tool``, ``list[Tool]``, ``Sequence[Tool]``, ``tuple[Tool, ...]`` (``Optional`` allowed)."""
     base = _base(annotation)
     if _is_tool_class(base):
@@ -90,7 +90,7 @@ def is_tool_annotation(annotation: Any) -> bool:
     return False
 
 
-def _is_calls_annotation(annotation: Any) -> bool:
+def _is_calls_annotation(annotation: object) -> bool:
     # an annotation naming ToolCalls needs its module loaded: until then none can (exact, and it
     # keeps signatures without tools from building the ToolCalls model)
     if "sigform.types.tool_calls" not in sys.modules:

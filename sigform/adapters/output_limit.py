@@ -136,7 +136,7 @@ def read_before_cut(text: str) -> tuple[dict[str, Any], str | None]:
     pair by pair from the first ``{``: for an error message, never for the answer."""
     decode = json.JSONDecoder().raw_decode
     pos = text.find("{")
-    done: dict[str, Any] = {}
+    done: dict[str, object] = {}
     if pos < 0:
         return done, None
     pos += 1

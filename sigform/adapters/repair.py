@@ -49,7 +49,9 @@ CONSTRAINED_MODES = ("json_schema", "json_object_schema")
 
 
 def request_key(
-    messages: Sequence[Mapping[str, Any]], kwargs: Mapping[str, Any], formats: ResponseFormats | None = None
+    messages: Sequence[Mapping[str, object]],
+    kwargs: Mapping[str, object],
+    formats: ResponseFormats | None = None,
 ) -> str:
     """A fingerprint of what a request sends (messages, parameters and the response formats it
     tries, not driver hints)."""
@@ -65,7 +67,7 @@ def constrained_modes(json_adapter: JSONAdapter, lm: LMProtocol) -> list[str]:
     return [m for m in json_adapter.modes_for(lm) if m in CONSTRAINED_MODES]
 
 
-def constrained_schema(annotations: Mapping[str, Any], *, lenient: bool = False) -> JSONObject:
+def constrained_schema(annotations: Mapping[str, object], *, lenient: bool = False) -> JSONObject:
     """The strict object schema of ``annotations`` for constrained decoding, with every date as
     a ``YYYY-MM-DD`` pattern (a pattern is what every schema-constrained server supports).
 
@@ -172,7 +174,7 @@ class RepairPlan:
 
     @staticmethod
     def merge(
-        signature: type[Signature], kept: Mapping[str, Any], fixed: Mapping[str, Any]
+        signature: type[Signature], kept: Mapping[str, object], fixed: Mapping[str, object]
     ) -> dict[str, Any]:
         return {name: (fixed[name] if name in fixed else kept[name]) for name in signature.output_fields}
 

@@ -15,7 +15,7 @@ and the generic path runs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sigform.adapters.fields import FieldView, field_views
 from sigform.adapters.messages import MediaCollector
@@ -46,7 +46,7 @@ class RequestPlan:
         )
         self.layout = _LAYOUT
 
-    def messages(self, adapter: PromptWriter, inputs: Mapping[str, Any]) -> list[Message] | None:
+    def messages(self, adapter: PromptWriter, inputs: Mapping[str, object]) -> list[Message] | None:
         """The request's messages for ``inputs``; ``None`` when an input is missing (the generic
         path then raises its error)."""
         out = [self.first]

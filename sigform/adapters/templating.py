@@ -91,7 +91,7 @@ class TemplateSet:
                 self._compiled[name] = template
         return template
 
-    def render(self, name: str, **context: Any) -> str:
+    def render(self, name: str, **context: object) -> str:
         """Render template ``name``; surrounding blank space is trimmed."""
         return self.get(name).render(**context).strip()
 

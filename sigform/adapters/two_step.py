@@ -74,13 +74,13 @@ class TwoStepAdapter(Adapter):
     def neutralise(self, text: str) -> str:
         return neutralise_markers(text)
 
-    def render_output(self, value: Any, view: FieldView) -> str:
+    def render_output(self, value: object, view: FieldView) -> str:
         from sigform.adapters.chat import write_scalar_or_json
 
         return self.neutralise(write_scalar_or_json(self, value, view))
 
     def parse(
-        self, signature: type[Signature], completion: str, *, inputs: Mapping[str, Any] | None = None
+        self, signature: type[Signature], completion: str, *, inputs: Mapping[str, object] | None = None
     ) -> dict[str, Any]:
         """Read the fields when the text already holds them (``field: value`` lines, as in demos,
         or any structured format); a free-form answer needs the extraction call (:meth:`run`)."""
@@ -95,7 +95,7 @@ class TwoStepAdapter(Adapter):
             name = _RESPONSE_FIELD
             while name in signature.output_fields:
                 name += "_text"
-            fields: dict[str, Any] = {name: (str, InputField(desc="an answer written in free form"))}
+            fields: dict[str, object] = {name: (str, InputField(desc="an answer written in free form"))}
             for spec in signature.output_fields.values():
                 fields[spec.name] = spec
             cached = make_signature(

@@ -92,7 +92,7 @@ class XMLAdapter(Adapter):
         return kwargs
 
     def finished_completion(
-        self, signature: type[Signature], completion: Completion, kwargs: Mapping[str, Any]
+        self, signature: type[Signature], completion: Completion, kwargs: Mapping[str, object]
     ) -> Completion:
         """``completion`` with our stop sequence put back when it ended the answer: the closing
         tag when the last element was opened after every closing of it and is still open; the
@@ -118,7 +118,7 @@ class XMLAdapter(Adapter):
         skeletons = [self._skeleton(v.name, v.annotation, 0) for v in outputs if v.kind in ("list", "model")]
         return {"skeletons": skeletons}
 
-    def _skeleton(self, name: str, annotation: Any, depth: int) -> str:
+    def _skeleton(self, name: str, annotation: object, depth: int) -> str:
         kind, _ = kind_of(annotation)
         pad = "  " * depth
         if depth >= _MAX_SKELETON_DEPTH:
@@ -136,7 +136,7 @@ class XMLAdapter(Adapter):
 
         return f"{pad}<{name}>{escape_text(type_name(annotation))}</{name}>"
 
-    def render_output(self, value: Any, view: FieldView) -> str:
+    def render_output(self, value: object, view: FieldView) -> str:
         return self._element(view.name, value, view.annotation)
 
     def _element(self, name: str, value: Any, annotation: Any) -> str:
@@ -183,7 +183,7 @@ class XMLAdapter(Adapter):
         return "one XML element per output field"
 
 
-def _nested_names(annotation: Any, into: set[str], depth: int) -> None:
+def _nested_names(annotation: object, into: set[str], depth: int) -> None:
     """Names of the elements nested in a value of ``annotation`` (model fields, ``item``)."""
     if depth >= _MAX_SKELETON_DEPTH * 2:
         return

@@ -194,7 +194,7 @@ def evaluate(
     limit: int | None = None,
     threads: int = 1,
     progress: bool | None = None,
-    lm: Any = None,
+    lm: object = None,
 ) -> DemoReport:
     """Run the demo program over the bundled labelled set and score it. ``lm`` replaces the LM
     built from ``model`` (e.g. a ScriptedLM in tests)."""

@@ -47,7 +47,7 @@ _PRUNING_ON = Pruning()
 _PRUNING_OFF = Pruning(enabled=False)
 
 
-def _pruning(value: Any) -> Pruning:
+def _pruning(value: object) -> Pruning:
     if value is None or value is True:
         return _PRUNING_ON
     if value is False:
@@ -59,7 +59,7 @@ def _pruning(value: Any) -> Pruning:
     raise TypeError(f"prune must be a sigform Pruning, a dict of its settings, True or False; got {value!r}")
 
 
-def _identify(lm: Any) -> tuple[str | None, str | None]:
+def _identify(lm: object) -> tuple[str | None, str | None]:
     """The model string and litellm provider name of ``lm`` (None when unknown)."""
     model = getattr(lm, "model", None)
     model = model if isinstance(model, str) else None
@@ -84,7 +84,7 @@ class RequestFitter:
     :meth:`tighter` after a context-window error."""
 
     def __init__(
-        self, lm: Any, messages: list[Message], kwargs: Mapping[str, Any], layout: Layout | None = None
+        self, lm: object, messages: list[Message], kwargs: Mapping[str, object], layout: Layout | None = None
     ) -> None:
         kwargs = dict(kwargs)
         prune_opt = kwargs.pop("prune", None)

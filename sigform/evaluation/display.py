@@ -101,7 +101,7 @@ def rich_summary(result: EvaluationResult) -> Any:
     return Group(*parts)
 
 
-def _cell(text: Any) -> str:
+def _cell(text: object) -> str:
     return f"<td style='text-align:left;vertical-align:top'>{html.escape(str(text))}</td>"
 
 

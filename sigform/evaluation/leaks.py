@@ -29,12 +29,12 @@ def fingerprint(values: Mapping[str, Any] | Any, names: Iterable[str] | None = N
     return json.dumps(picked, sort_keys=True, ensure_ascii=False)
 
 
-def _input_names(example: Any) -> list[str] | None:
+def _input_names(example: object) -> list[str] | None:
     keys = getattr(example, "_input_keys", None)
     return list(keys) if keys is not None else None
 
 
-def overlap(first: Sequence[Any], second: Sequence[Any]) -> int:
+def overlap(first: Sequence[object], second: Sequence[object]) -> int:
     """How many examples of ``second`` have the same inputs as an example of ``first`` (examples
     without marked inputs are compared on every value)."""
     seen = {fingerprint(_values(ex), _input_names(ex)) for ex in first}
@@ -46,7 +46,7 @@ def _values(example: Any) -> Mapping[str, Any]:
     return store if store is not None else dict(example)
 
 
-def warn_overlap(first: Sequence[Any], second: Sequence[Any], first_name: str, second_name: str) -> int:
+def warn_overlap(first: Sequence[object], second: Sequence[object], first_name: str, second_name: str) -> int:
     """Warn (:class:`LabelLeakWarning`) when the two sets share examples; returns the count."""
     shared = overlap(first, second)
     if shared:

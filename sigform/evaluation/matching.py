@@ -55,7 +55,7 @@ class Comparison:
             raise ValueError(f"float_tolerance must be a non-negative number or None, got {tol!r}")
 
 
-def _type_adapter(annotation: Any) -> Any:
+def _type_adapter(annotation: object) -> Any:
     key = cache_key(annotation)
     with _adapters_lock:
         found = _adapters.get(key)
@@ -70,20 +70,22 @@ def _type_adapter(annotation: Any) -> Any:
     return found
 
 
-def typed_gold(value: Any, annotation: Any) -> Any:
+def typed_gold(value: object, annotation: object) -> Any:
     """``value`` validated as ``annotation`` (lax: JSON-style gold data), or as is if it does not fit."""
     if annotation is Any or value is None:
         return value
     return probe("gold value as its type", lambda: _type_adapter(annotation).validate_python(value), value)
 
 
-def compare(predicted: Any, gold: Any, annotation: Any = Any, how: Comparison = Comparison()) -> float:
+def compare(
+    predicted: object, gold: object, annotation: object = Any, how: Comparison = Comparison()
+) -> float:
     """A score in ``[0, 1]``: how well ``predicted`` matches ``gold`` for a field of type ``annotation``."""
     total, count = _leaves(predicted, typed_gold(gold, annotation), annotation, how)
     return total / count if count else 1.0
 
 
-def _leaves(pred: Any, gold: Any, annotation: Any, how: Comparison) -> tuple[float, int]:
+def _leaves(pred: object, gold: object, annotation: object, how: Comparison) -> tuple[float, int]:
     """(sum of leaf scores, number of leaves) for a gold value; scalars and lists are one leaf."""
     base = _base(annotation)
     if gold is None or pred is None:
@@ -99,7 +101,7 @@ def _leaves(pred: Any, gold: Any, annotation: Any, how: Comparison) -> tuple[flo
     return (1.0 if _same(pred, gold, base, how) else 0.0), 1
 
 
-def _base(annotation: Any) -> Any:
+def _base(annotation: object) -> Any:
     base, _ = strip_annotated(annotation)
     base, _ = split_optional(base)
     return base
@@ -118,13 +120,15 @@ def _record_hints(base: Any, gold: Any) -> dict[str, Any] | None:
     return None
 
 
-def _get(record: Any, name: str) -> Any:
+def _get(record: object, name: str) -> Any:
     if isinstance(record, Mapping):
         return record.get(name)
     return getattr(record, name, None)
 
 
-def _record_leaves(pred: Any, gold: Any, hints: Mapping[str, Any], how: Comparison) -> tuple[float, int]:
+def _record_leaves(
+    pred: object, gold: object, hints: Mapping[str, object], how: Comparison
+) -> tuple[float, int]:
     total, count = 0.0, 0
     names = list(gold.keys()) if isinstance(gold, Mapping) else _field_names(gold, hints)
     for name in names:
@@ -134,13 +138,13 @@ def _record_leaves(pred: Any, gold: Any, hints: Mapping[str, Any], how: Comparis
     return total, count
 
 
-def _field_names(record: Any, hints: Mapping[str, Any]) -> list[str]:
+def _field_names(record: object, hints: Mapping[str, object]) -> list[str]:
     if dataclasses.is_dataclass(record):
         return [f.name for f in dataclasses.fields(record)]
     return list(hints)
 
 
-def _item_type(base: Any, origin: Any) -> Any:
+def _item_type(base: object, origin: object) -> Any:
     args = args_of(base)
     if origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis):
         return Any  # a fixed-shape tuple: items of mixed types
@@ -171,7 +175,7 @@ def _f1(pred: Any, gold: Any, item: Any, how: Comparison, *, as_set: bool) -> fl
     return 2 * precision * recall / (precision + recall)
 
 
-def _unique(values: list[Any], item: Any, how: Comparison) -> list[Any]:
+def _unique(values: list[Any], item: object, how: Comparison) -> list[Any]:
     out: list[Any] = []
     for value in values:
         if not any(compare_leaf(value, seen, item, how) for seen in out):
@@ -179,13 +183,13 @@ def _unique(values: list[Any], item: Any, how: Comparison) -> list[Any]:
     return out
 
 
-def compare_leaf(pred: Any, gold: Any, annotation: Any, how: Comparison) -> bool:
+def compare_leaf(pred: object, gold: object, annotation: object, how: Comparison) -> bool:
     """Whether one item matches exactly (a nested record or list must match as a whole)."""
     total, count = _leaves(pred, gold, annotation, how)
     return count > 0 and total == count
 
 
-def _same(pred: Any, gold: Any, base: Any, how: Comparison) -> bool:
+def _same(pred: object, gold: object, base: object, how: Comparison) -> bool:
     if isinstance(gold, float) or (base is float and isinstance(gold, int) and not isinstance(gold, bool)):
         if isinstance(pred, bool) or not isinstance(pred, (int, float)):
             return False

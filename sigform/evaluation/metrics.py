@@ -39,14 +39,14 @@ class TypedMatch:
         float_tolerance: float | None = None,
         case_sensitive: bool = True,
         require_all: bool = False,
-        types: Mapping[str, Any] | None = None,
+        types: Mapping[str, object] | None = None,
     ) -> None:
         self.fields = tuple(fields) if fields is not None else None
         self.how = Comparison(float_tolerance=float_tolerance, case_sensitive=case_sensitive)
         self.require_all = require_all
         self.types: dict[str, Any] = dict(types or {})
 
-    def with_types(self, types: Mapping[str, Any]) -> TypedMatch:
+    def with_types(self, types: Mapping[str, object]) -> TypedMatch:
         """A copy that knows these field annotations (explicit ones win)."""
         new = TypedMatch(
             self.fields,
@@ -57,7 +57,7 @@ class TypedMatch:
         new.types = {**types, **self.types}
         return new
 
-    def label_names(self, example: Any) -> list[str]:
+    def label_names(self, example: object) -> list[str]:
         names = self.fields if self.fields is not None else tuple(_labels(example))
         return list(names)
 
@@ -70,7 +70,7 @@ class TypedMatch:
             scores[name] = compare(predicted, gold, self.types.get(name, Any), self.how)
         return scores
 
-    def __call__(self, example: Any, prediction: Any) -> float:
+    def __call__(self, example: object, prediction: object) -> float:
         scores = self.field_scores(example, prediction)
         if not scores:
             return 1.0
@@ -121,13 +121,13 @@ def field_types(program: Any) -> dict[str, Any]:
     return types
 
 
-def metric_name(metric: Any) -> str:
+def metric_name(metric: object) -> str:
     if isinstance(metric, TypedMatch):
         return repr(metric)
     return getattr(metric, "__qualname__", None) or getattr(metric, "__name__", None) or type(metric).__name__
 
 
-def metric_score(metric: Metric, example: Any, prediction: Any) -> float:
+def metric_score(metric: Metric, example: object, prediction: object) -> float:
     """Call ``metric`` and check its answer: a bool or a finite number (bools count as 0/1)."""
     value = metric(example, prediction)
     if type(value).__module__ == "numpy" and callable(getattr(value, "item", None)):

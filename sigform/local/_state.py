@@ -15,7 +15,6 @@ import os
 import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
 
 from sigform.files import read_regular, write_atomic
 
@@ -61,7 +60,7 @@ def read_state(path: Path | None = None) -> ServerState | None:
     """The recorded state, or ``None`` when the file is missing, unreadable or malformed."""
     path = path or state_path()
     try:
-        raw: Any = json.loads(read_regular(path))  # a FIFO here is ignored, never waited on
+        raw: object = json.loads(read_regular(path))  # a FIFO here is ignored, never waited on
     except (OSError, ValueError):
         return None
     if not isinstance(raw, dict):

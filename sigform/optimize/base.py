@@ -44,7 +44,7 @@ def as_demo(example: Example, predictor: Any) -> Example:
     return Example({n: example[n] for n in names}).with_inputs(*inputs)
 
 
-def passes(metric: Metric, example: Example, prediction: Any, threshold: float) -> bool:
+def passes(metric: Metric, example: Example, prediction: object, threshold: float) -> bool:
     """Whether ``prediction`` is good enough to keep as a demo (a metric that raises: no)."""
     score = probe("the metric of a demo candidate", lambda: metric_score(metric, example, prediction), None)
     return score is not None and score >= threshold
@@ -60,7 +60,7 @@ class Optimizer:
         return type(self).__name__
 
     def compile(
-        self, program: Module, *, trainset: Sequence[Any], valset: Sequence[Any] | None = None
+        self, program: Module, *, trainset: Sequence[object], valset: Sequence[object] | None = None
     ) -> Module:
         """An optimised copy of ``program``; the original is not changed.
 

@@ -58,7 +58,7 @@ class BootstrapFewShot(Optimizer):
         *,
         k: int = 4,
         fill_labeled: bool = True,
-        teacher: Any = None,
+        teacher: object = None,
         teacher_demos: int = 4,
         max_rounds: int = 1,
         threshold: float = 1.0,

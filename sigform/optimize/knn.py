@@ -35,7 +35,7 @@ __all__ = ["KNNDemos", "KNNFewShot"]
 EmbedderSpec = str | LiteLLMEmbedder | Callable[[list[str]], Sequence[Sequence[float]]] | None
 
 
-def _text(values: Mapping[str, Any], fields: Sequence[str]) -> str:
+def _text(values: Mapping[str, object], fields: Sequence[str]) -> str:
     parts = []
     for name in fields:
         value = values.get(name)
@@ -110,7 +110,7 @@ class KNNDemos:
                 index = self._index
         return index
 
-    def select(self, inputs: Mapping[str, Any]) -> list[Example]:
+    def select(self, inputs: Mapping[str, object]) -> list[Example]:
         """The ``k`` nearest pool examples to ``inputs``, nearest last."""
         if not self.pool or not self.k:
             return []
@@ -141,12 +141,12 @@ class KNNDemos:
     @classmethod
     def from_state(
         cls,
-        state: Mapping[str, Any],
+        state: Mapping[str, object],
         pool: list[Example],
         where: str,
         *,
         allow_model: bool = False,
-        api_key: Any = None,
+        api_key: object = None,
     ) -> KNNDemos:
         """Rebuild from :meth:`dump_state` (untrusted input: every value is checked).
 

@@ -7,7 +7,6 @@ of its outputs (in a multi-step module, usually the first and last steps); other
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from sigform.evaluation.metrics import Metric
 from sigform.optimize.base import Optimizer, as_demo, fits
@@ -18,13 +17,13 @@ from sigform.predict.module import Module
 __all__ = ["LabeledFewShot", "check_count", "sample_demos"]
 
 
-def check_count(k: Any, name: str = "k") -> int:
+def check_count(k: object, name: str = "k") -> int:
     if not isinstance(k, int) or isinstance(k, bool) or k < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {k!r}")
     return k
 
 
-def sample_demos(predictor: Any, train: list[Example], k: int, rng: random.Random) -> list[Example]:
+def sample_demos(predictor: object, train: list[Example], k: int, rng: random.Random) -> list[Example]:
     """Up to ``k`` fitting examples for ``predictor``, drawn without replacement."""
     pool = [ex for ex in train if fits(ex, predictor)]
     chosen = rng.sample(pool, min(k, len(pool)))

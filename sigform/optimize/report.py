@@ -144,7 +144,7 @@ class OptimizationReport:
         return Group(head, trials)
 
     def _repr_html_(self) -> str:
-        def cell(value: Any) -> str:
+        def cell(value: object) -> str:
             return f"<td style='text-align:left'>{html.escape(str(value))}</td>"
 
         out = [f"<div><b>{html.escape(self.optimizer)}</b><table>"]

@@ -65,7 +65,7 @@ class LiteLLMEmbedder:
     ``api_base`` without URL credentials; the key is never saved or shown.
     """
 
-    def __init__(self, model: str, *, api_base: str | None = None, api_key: Any = None) -> None:
+    def __init__(self, model: str, *, api_base: str | None = None, api_key: object = None) -> None:
         from sigform.lm.credentials import Credential
 
         if not isinstance(model, str) or not model:
@@ -79,7 +79,7 @@ class LiteLLMEmbedder:
         from sigform.provider.litellm_import import import_litellm
 
         litellm = import_litellm()  # with the price map read locally: no download at import
-        kwargs: dict[str, Any] = {"api_base": self.api_base} if self.api_base else {}
+        kwargs: dict[str, object] = {"api_base": self.api_base} if self.api_base else {}
         key = self._api_key.get() if self._api_key is not None else None
         if key is not None:
             kwargs["api_key"] = key
@@ -109,14 +109,14 @@ class LiteLLMEmbedder:
         return f"LiteLLMEmbedder({self.model!r})"
 
 
-def _embedding_of(item: Any, i: int, model: str) -> Any:
+def _embedding_of(item: object, i: int, model: str) -> Any:
     vector = item.get("embedding") if isinstance(item, dict) else getattr(item, "embedding", None)
     if vector is None:
         raise MalformedResponseError(f"the embeddings reply of {model!r}: item {i} has no 'embedding'")
     return vector
 
 
-def _vectors(raw: Any, count: int, source: str) -> list[list[float]]:
+def _vectors(raw: object, count: int, source: str) -> list[list[float]]:
     """``raw`` checked as ``count`` vectors of one length of finite numbers (an embedder's answer
     comes from a server or a user function: a malformed one is a clear error, not a TypeError)."""
     what = f"the embeddings from {source}"

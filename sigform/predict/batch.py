@@ -69,7 +69,7 @@ class _Outcome:
     usage: Usage
 
 
-def _inputs_of(item: Any, index: int) -> tuple[Example, dict[str, Any]]:
+def _inputs_of(item: object, index: int) -> tuple[Example, dict[str, Any]]:
     if isinstance(item, Example):
         example = item
     elif isinstance(item, (Mapping, Record)):
@@ -80,7 +80,7 @@ def _inputs_of(item: Any, index: int) -> tuple[Example, dict[str, Any]]:
     return example, inputs
 
 
-def _prepare(examples: Sequence[Any]) -> list[tuple[Example, dict[str, Any]]]:
+def _prepare(examples: Sequence[object]) -> list[tuple[Example, dict[str, Any]]]:
     if isinstance(examples, (Mapping, Record, str)):
         raise TypeError("batch() takes a list of Examples or dicts, not a single one")
     return [_inputs_of(item, i) for i, item in enumerate(examples)]
@@ -194,7 +194,9 @@ def _outside_sigform() -> int:
     return level
 
 
-def _resumed(checkpoint: str | os.PathLike[str] | None, program: Any, items: list[Any]) -> ResumedRun | None:
+def _resumed(
+    checkpoint: str | os.PathLike[str] | None, program: object, items: list[Any]
+) -> ResumedRun | None:
     if checkpoint is None:
         return None
     from sigform.predict.checkpoint import ResumedRun
@@ -219,8 +221,8 @@ def worker_count(value: int | None, name: str) -> int:
 
 
 def run_batch(
-    program: Any,
-    examples: Sequence[Any],
+    program: object,
+    examples: Sequence[object],
     *,
     num_threads: int | None = None,
     max_errors: int | None = None,
@@ -287,8 +289,8 @@ def run_batch(
 
 
 async def run_abatch(
-    program: Any,
-    examples: Sequence[Any],
+    program: object,
+    examples: Sequence[object],
     *,
     concurrency: int | None = None,
     max_errors: int | None = None,
@@ -329,7 +331,7 @@ class _Workers:
 
     def __init__(
         self,
-        program: Any,
+        program: object,
         items: list[tuple[Example, dict[str, Any]]],
         todo: Iterable[int],
         collector: _Collector,
@@ -387,7 +389,7 @@ class _InOwnContext:
 
     __slots__ = ("inputs", "program")
 
-    def __init__(self, program: Any, inputs: dict[str, Any]) -> None:
+    def __init__(self, program: object, inputs: dict[str, Any]) -> None:
         self.program, self.inputs = program, inputs
 
     def __await__(self) -> Generator[Any, Any, tuple[Any, Exception | None]]:

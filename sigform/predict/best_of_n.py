@@ -81,15 +81,15 @@ class BestOfN(Module):
         self.temperature = temperature
 
     def _rollout_kwargs(self, attempt: int) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"rollout_id": attempt}
+        kwargs: dict[str, object] = {"rollout_id": attempt}
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         return kwargs
 
-    def _feedback(self, prediction: Any, score: float, feedback: str | None) -> str | None:
+    def _feedback(self, prediction: object, score: float, feedback: str | None) -> str | None:
         return None  # BestOfN attempts are independent; Refine overrides this
 
-    def forward(self, **inputs: Any) -> Any:
+    def forward(self, **inputs: object) -> Any:
         state = _Attempts(self)
         for attempt in range(self.N):
             with context_vars.rollout(**self._rollout_kwargs(attempt)), context_vars.hint(state.hint):
@@ -103,7 +103,7 @@ class BestOfN(Module):
                 break
         return state.result()
 
-    async def aforward(self, **inputs: Any) -> Any:
+    async def aforward(self, **inputs: object) -> Any:
         state = _Attempts(self)
         for attempt in range(self.N):
             with context_vars.rollout(**self._rollout_kwargs(attempt)), context_vars.hint(state.hint):
@@ -140,7 +140,7 @@ class Refine(BestOfN):
             raise ValueError("Refine needs a threshold: the score an answer must reach")
         super().__init__(module, N, reward_fn, threshold, fail_count=fail_count, temperature=temperature)
 
-    def _feedback(self, prediction: Any, score: float, feedback: str | None) -> str | None:
+    def _feedback(self, prediction: object, score: float, feedback: str | None) -> str | None:
         if feedback:
             advice = feedback
         else:
@@ -174,7 +174,7 @@ class _Attempts:
         if self.failures >= self.owner.fail_count:
             raise exc
 
-    def scored(self, prediction: Any, score: float, feedback: str | None) -> bool:
+    def scored(self, prediction: object, score: float, feedback: str | None) -> bool:
         """Record an attempt; True when it is good enough to stop."""
         if self.best is None or score > self.best_score:
             self.best, self.best_score = prediction, score

@@ -47,7 +47,7 @@ class ChainOfThought(Predict[_In, _Out]):
         *,
         native_reasoning: bool | None = None,
         reasoning_desc: str = REASONING_DESC,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None: ...
     @overload
     def __init__(
@@ -56,7 +56,7 @@ class ChainOfThought(Predict[_In, _Out]):
         *,
         native_reasoning: bool | None = None,
         reasoning_desc: str = REASONING_DESC,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None: ...
     def __init__(
         self,
@@ -64,7 +64,7 @@ class ChainOfThought(Predict[_In, _Out]):
         *,
         native_reasoning: bool | None = None,
         reasoning_desc: str = REASONING_DESC,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         from sigform.types import Reasoning
 
@@ -78,7 +78,7 @@ class ChainOfThought(Predict[_In, _Out]):
         super().__init__(extended, **kwargs)  # type: ignore[arg-type]
         self._result = result_type(signature)  # type: ignore[arg-type, assignment]
 
-    def _use_native(self, lm: Any) -> bool:
+    def _use_native(self, lm: object) -> bool:
         wanted = self.native_reasoning
         if wanted is None:
             wanted = get_setting("native_reasoning", True)
@@ -87,7 +87,7 @@ class ChainOfThought(Predict[_In, _Out]):
         supports = getattr(lm, "supports", None)
         return bool(supports and supports("reasoning"))
 
-    def _call_signature(self, lm: Any) -> type[Signature]:
+    def _call_signature(self, lm: object) -> type[Signature]:
         if self._use_native(lm):
             return self._base_signature
         return self._signature
@@ -97,13 +97,15 @@ class ChainOfThought(Predict[_In, _Out]):
         return self._signature
 
     @signature.setter
-    def signature(self, value: Any) -> None:
+    def signature(self, value: object) -> None:
         Predict.signature.fset(self, value)  # type: ignore[attr-defined]
         sig = self._signature
         # the answer-only signature for native reasoning: same instructions, no reasoning field
         self._base_signature = sig.delete("reasoning") if "reasoning" in sig.fields else sig
 
-    def _finish_values(self, values: Mapping[str, Any], completion: Any, lm: Any) -> Mapping[str, Any]:
+    def _finish_values(
+        self, values: Mapping[str, object], completion: object, lm: object
+    ) -> Mapping[str, Any]:
         if "reasoning" in values:
             return values
         from sigform.types import Reasoning

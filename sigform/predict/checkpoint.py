@@ -60,7 +60,7 @@ class CheckpointWarning(UserWarning):
     """A finished example could not be recorded so that it comes back equal: it will run again."""
 
 
-def _canonical(value: Any, what: str) -> str:
+def _canonical(value: object, what: str) -> str:
     from pydantic_core import PydanticSerializationError, to_jsonable_python
 
     try:
@@ -87,7 +87,7 @@ def program_digest(program: Any) -> str:
     return hashlib.sha256(_canonical(state, "the program's state").encode()).hexdigest()
 
 
-def _adapter_identity(predictor: Any) -> Any:
+def _adapter_identity(predictor: object) -> Any:
     """The identity of the adapter ``predictor`` calls with (its own, else the configured one,
     else the default), as :meth:`Adapter.identity` gives it."""
     from sigform.predict.predict import default_adapter  # deferred: predict's module imports batch
@@ -98,7 +98,7 @@ def _adapter_identity(predictor: Any) -> Any:
     return identity() if callable(identity) else f"{type(adapter).__module__}.{type(adapter).__qualname__}"
 
 
-def row_key(digest: str, inputs: Mapping[str, Any]) -> str:
+def row_key(digest: str, inputs: Mapping[str, object]) -> str:
     """The stable key of one example: the program digest and the example's inputs."""
     text = digest + "\n" + _canonical(dict(inputs), "an example's inputs")
     return hashlib.sha256(text.encode()).hexdigest()
@@ -121,7 +121,7 @@ def _declared_outputs(program: Any) -> dict[str, Any]:
     return {k: v for k, v in found.items() if k not in clashing}
 
 
-def _exact_outputs(program: Any) -> tuple[str, ...] | None:
+def _exact_outputs(program: object) -> tuple[str, ...] | None:
     """The output names every result of ``program`` has: a Predict's (ChainOfThought included)
     returns a prediction of exactly its signature's outputs; other programs return what they like."""
     from sigform.predict.predict import Predict  # deferred: predict's module imports batch
@@ -136,7 +136,7 @@ class _Codec:
 
     def __init__(
         self,
-        declared: Mapping[str, Any],
+        declared: Mapping[str, object],
         exact: tuple[str, ...] | None = None,
         result: type[Prediction] = Prediction,
     ) -> None:
@@ -153,17 +153,17 @@ class _Codec:
             adapter = self._adapters[name] = TypeAdapter(self.declared[name])
         return adapter
 
-    def decode_field(self, name: str, value: Any) -> Any:
+    def decode_field(self, name: str, value: object) -> Any:
         return self._adapter(name).validate_python(value) if name in self.declared else value
 
-    def encode(self, result: Any) -> tuple[dict[str, Any] | None, str | None]:
+    def encode(self, result: object) -> tuple[dict[str, Any] | None, str | None]:
         """The JSON entry for ``result`` and None, or None and the name of a field that would not
         come back equal."""
         from pydantic_core import to_jsonable_python
 
         if isinstance(result, Record):
             values = result.to_dict()
-            encoded: dict[str, Any] = {}
+            encoded: dict[str, object] = {}
             for name, value in values.items():
                 question = f"checkpoint: does field {name!r} come back from JSON"
                 got = probe(question, partial(self._round_trip, name, value, to_jsonable_python), None)
@@ -177,12 +177,12 @@ class _Codec:
             return None, "the result"
         return ({"value": data}, None) if _same(data, result) else (None, "the result")
 
-    def _round_trip(self, name: str, value: Any, jsonable: Callable[[Any], Any]) -> tuple[Any, Any]:
+    def _round_trip(self, name: str, value: object, jsonable: Callable[[Any], Any]) -> tuple[Any, Any]:
         """The field's JSON data, and that data read back by its declared type."""
         data = json.loads(json.dumps(jsonable(value)))
         return data, self.decode_field(name, data)
 
-    def decode(self, entry: Mapping[str, Any], where: str) -> Any:
+    def decode(self, entry: Mapping[str, object], where: str) -> Any:
         if "value" in entry and self.exact is None:
             return entry["value"]
         output = entry.get("output")
@@ -205,7 +205,7 @@ class _Codec:
         return self.result._make(values, PredictionMeta())
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     return probe("checkpoint: are two values equal", lambda: type(a) is type(b) and bool(a == b), False)
 
 
@@ -213,7 +213,7 @@ class Checkpoint:
     """One checkpoint file opened for a program: finished rows by key, and an appender."""
 
     def __init__(
-        self, path: str | os.PathLike[str], program: Any, *, digest: str | None = None, write: bool = True
+        self, path: str | os.PathLike[str], program: object, *, digest: str | None = None, write: bool = True
     ) -> None:
         """``digest`` defaults to :func:`program_digest` of ``program`` (a worker that rebuilt the
         program elsewhere passes the digest its driver computed). ``write=False`` only reads the
@@ -374,7 +374,7 @@ class Checkpoint:
             )
 
     # -- rows ------------------------------------------------------------------------------
-    def key(self, inputs: Mapping[str, Any]) -> str:
+    def key(self, inputs: Mapping[str, object]) -> str:
         return row_key(self.digest, inputs)
 
     def finished(self, key: str) -> bool:
@@ -390,7 +390,7 @@ class Checkpoint:
         for key, entry in rows.items():
             self._rows.setdefault(key, entry)
 
-    def decode(self, entry: Mapping[str, Any]) -> Any:
+    def decode(self, entry: Mapping[str, object]) -> Any:
         """A recorded entry's result (entries come from files checked on opening)."""
         return self._codec.decode(entry, f"{self.path}: row")
 
@@ -398,7 +398,7 @@ class Checkpoint:
         """The recorded result of a finished row."""
         return self._codec.decode(self._rows[key], f"{self.path}: row {key[:12]}")
 
-    def record(self, key: str, result: Any) -> bool:
+    def record(self, key: str, result: object) -> bool:
         """Append a finished row durably; False (and a warning, once per field) when the result
         would not come back equal, so the row is left to run again."""
         entry, problem = self._codec.encode(result)
@@ -424,7 +424,7 @@ class Checkpoint:
         return True
 
     @staticmethod
-    def _append(handle: BinaryIO, entry: Mapping[str, Any]) -> None:
+    def _append(handle: BinaryIO, entry: Mapping[str, object]) -> None:
         handle.write(_line(entry))
         handle.flush()
         os.fsync(handle.fileno())
@@ -449,7 +449,9 @@ class ResumedRun:
     """A batch's view of its checkpoint: which examples are left, their restored results, and
     recording each one that finishes."""
 
-    def __init__(self, path: str | os.PathLike[str], program: Any, inputs: list[Mapping[str, Any]]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], program: object, inputs: list[Mapping[str, Any]]
+    ) -> None:
         self.checkpoint = Checkpoint(path, program)
         self.keys = [self.checkpoint.key(x) for x in inputs]
         self.todo = [i for i, key in enumerate(self.keys) if not self.checkpoint.finished(key)]
@@ -461,7 +463,7 @@ class ResumedRun:
             if index not in left:
                 results[index] = self.checkpoint.result(key)
 
-    def finished(self, index: int, result: Any) -> None:
+    def finished(self, index: int, result: object) -> None:
         self.checkpoint.record(self.keys[index], result)
 
     def close(self) -> None:

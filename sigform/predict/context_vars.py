@@ -95,7 +95,7 @@ def add_usage(usage: Usage, requests: int = 1) -> None:
 
 
 @contextmanager
-def rollout(**lm_kwargs: Any) -> Iterator[None]:
+def rollout(**lm_kwargs: object) -> Iterator[None]:
     """Give every Predict inside the block these LM keyword arguments (under explicit ones).
 
     Nested rollouts compose: the inner block's arguments are merged over the outer ones, and a
@@ -115,7 +115,7 @@ def rollout(**lm_kwargs: Any) -> Iterator[None]:
         _rollout.reset(token)
 
 
-def _path(rollout_id: Any) -> tuple[Any, ...]:
+def _path(rollout_id: object) -> tuple[Any, ...]:
     return rollout_id if isinstance(rollout_id, tuple) else (rollout_id,)
 
 

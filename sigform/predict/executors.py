@@ -28,7 +28,7 @@ T = TypeVar("T")
 class Executor(Protocol):
     """Anything with ``submit(fn, *args, **kwargs) -> Future`` (like ``concurrent.futures``)."""
 
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]: ...
+    def submit(self, fn: Callable[..., T], /, *args: object, **kwargs: object) -> Future[T]: ...
 
 
 class ThreadExecutor:
@@ -59,7 +59,7 @@ class ThreadExecutor:
         self.shutdown()
 
 
-def as_executor(executor: Any) -> Executor:
+def as_executor(executor: object) -> Executor:
     """The executor to submit to: stdlib thread pools gain context propagation; others as is."""
     if isinstance(executor, ThreadPoolExecutor):
         return ThreadExecutor(executor)

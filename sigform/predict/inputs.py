@@ -34,13 +34,13 @@ _MISSING = object()
 Validator = Callable[[Any], Any]
 
 
-def _type_label(annotation: Any) -> str:
+def _type_label(annotation: object) -> str:
     # the value engine may not know the type: a plain name is enough
     plain = getattr(annotation, "__name__", None) or repr(annotation)
     return probe("type name", lambda: _type_name(annotation), plain)
 
 
-def _type_name(annotation: Any) -> str:
+def _type_name(annotation: object) -> str:
     from sigform.types import type_name
 
     return type_name(annotation)
@@ -60,7 +60,7 @@ def _build_validator(spec: FieldSpec) -> tuple[Validator, bool]:
     if adapter is None:  # an arbitrary class pydantic cannot describe: an isinstance check
         if isinstance(annotation, type):
 
-            def check(value: Any) -> Any:
+            def check(value: object) -> Any:
                 if not isinstance(value, annotation):
                     raise ValueError(f"expected an instance of {annotation.__name__}")
                 return value
@@ -71,7 +71,7 @@ def _build_validator(spec: FieldSpec) -> tuple[Validator, bool]:
     return adapter.validate_python, accepts_none
 
 
-def _bool_as_number(value: Any, result: Any) -> bool:
+def _bool_as_number(value: object, result: object) -> bool:
     """Whether lax validation turned a ``True``/``False`` into a number (``1``, ``0.0``): a bool
     for a number field is almost always a mistake, and it would be sent as 1 without a word."""
     if isinstance(value, bool):
@@ -127,7 +127,7 @@ class InputChecker:
             found = self._validators[name] = _build_validator(self._specs[name])
         return found
 
-    def check_demo(self, index: int, demo: Mapping[str, Any]) -> None:
+    def check_demo(self, index: int, demo: Mapping[str, object]) -> None:
         """A demo's values against the signature, by the rule inputs follow (values are kept as
         given). Any field may be missing or None: an incomplete demo is shown as one."""
         for name, value in demo.items():
@@ -161,12 +161,12 @@ class InputChecker:
             ) from exc
         return result
 
-    def check(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    def check(self, inputs: Mapping[str, object]) -> dict[str, Any]:
         """The validated inputs in signature order, or :class:`InputError` before any LM call."""
         unknown = [k for k in inputs if k not in self._names]
         if unknown:
             inputs = self._handle_unknown(inputs, unknown)
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         missing: list[str] = []
         for name in self._fields:
             value = inputs.get(name, _MISSING)
@@ -191,7 +191,7 @@ class InputChecker:
             )
         return out
 
-    def _handle_unknown(self, inputs: Mapping[str, Any], unknown: list[str]) -> dict[str, Any]:
+    def _handle_unknown(self, inputs: Mapping[str, object], unknown: list[str]) -> dict[str, Any]:
         import difflib  # only this error path needs it
 
         hints = []

@@ -73,7 +73,7 @@ def program_callbacks(callbacks: Sequence[Callback] | None) -> Iterator[None]:
         yield
 
 
-def _is_shared(value: Any) -> bool:
+def _is_shared(value: object) -> bool:
     """Objects a deep copy of a program shares instead of copying: models, adapters, callbacks
     (they hold clients, caches and locks, and are configuration rather than program state)."""
     if isinstance(value, (Callback, type)):
@@ -113,7 +113,7 @@ class Module:
         forward: Callable[..., _Result],
         callbacks: Sequence[Callback] | None,
         args: tuple[Any, ...],
-        kwargs: dict[str, Any],
+        kwargs: Mapping[str, object],
     ) -> _Result:
         call_id = next(_call_ids)
         emit("module_start", callbacks=callbacks, module=self, call_id=call_id, args=args, inputs=kwargs)
@@ -141,7 +141,7 @@ class Module:
             return result
 
     async def _ahooked_call(
-        self, callbacks: Sequence[Callback] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, callbacks: Sequence[Callback] | None, args: tuple[Any, ...], kwargs: Mapping[str, object]
     ) -> Any:
         call_id = next(_call_ids)
         emit("module_start", callbacks=callbacks, module=self, call_id=call_id, args=args, inputs=kwargs)
@@ -162,7 +162,7 @@ class Module:
         found: list[tuple[str, Module]] = []
         seen: set[int] = set()
 
-        def visit(name: str, value: Any) -> None:
+        def visit(name: str, value: object) -> None:
             if isinstance(value, Module):
                 if id(value) in seen:
                     return
@@ -232,7 +232,7 @@ class Module:
         return dump_program(self)
 
     def load_state(
-        self, state: Mapping[str, Any], *, restore_lm: bool = False, api_key: Any = None
+        self, state: Mapping[str, object], *, restore_lm: bool = False, api_key: object = None
     ) -> Module:
         """Apply state from :meth:`dump_state`, matching predictors and fields by name; returns self.
         The saved LM is used only with ``restore_lm=True`` (see :meth:`load`)."""
@@ -248,7 +248,7 @@ class Module:
 
         return save_program(self, path)
 
-    def load(self, path: str | Path, *, restore_lm: bool = False, api_key: Any = None) -> Module:
+    def load(self, path: str | Path, *, restore_lm: bool = False, api_key: object = None) -> Module:
         """Read state written by :meth:`save` into this program; returns self.
 
         Predictors and fields are matched by name; any mismatch is a clear error. The file is
@@ -264,7 +264,7 @@ class Module:
     @overload
     def batch(
         self: _Forward[..., _Result],
-        examples: Sequence[Any],
+        examples: Sequence[object],
         *,
         num_threads: int | None = None,
         max_errors: int | None = None,
@@ -276,7 +276,7 @@ class Module:
     @overload
     def batch(
         self: _Forward[..., _Result],
-        examples: Sequence[Any],
+        examples: Sequence[object],
         *,
         num_threads: int | None = None,
         max_errors: int | None = None,
@@ -287,7 +287,7 @@ class Module:
     ) -> tuple[list[_Result | None], list[Failure]]: ...
     def batch(
         self: _Forward[..., _Result],
-        examples: Sequence[Any],
+        examples: Sequence[object],
         *,
         num_threads: int | None = None,
         max_errors: int | None = None,
@@ -317,7 +317,7 @@ class Module:
     @overload
     async def abatch(
         self: _Forward[..., _Result],
-        examples: Sequence[Any],
+        examples: Sequence[object],
         *,
         concurrency: int | None = None,
         max_errors: int | None = None,
@@ -328,7 +328,7 @@ class Module:
     @overload
     async def abatch(
         self: _Forward[..., _Result],
-        examples: Sequence[Any],
+        examples: Sequence[object],
         *,
         concurrency: int | None = None,
         max_errors: int | None = None,
@@ -338,7 +338,7 @@ class Module:
     ) -> tuple[list[_Result | None], list[Failure]]: ...
     async def abatch(
         self: _Forward[..., _Result],
-        examples: Sequence[Any],
+        examples: Sequence[object],
         *,
         concurrency: int | None = None,
         max_errors: int | None = None,

@@ -47,7 +47,7 @@ FORMAT = "sigform.program"
 VERSION = 1
 
 
-def _jsonable(value: Any, where: str) -> Any:
+def _jsonable(value: object, where: str) -> Any:
     from pydantic_core import PydanticSerializationError, to_jsonable_python
 
     try:
@@ -58,14 +58,14 @@ def _jsonable(value: Any, where: str) -> Any:
         ) from exc
 
 
-def _lm_state(lm: Any) -> dict[str, Any] | None:
+def _lm_state(lm: object) -> dict[str, Any] | None:
     dump = getattr(lm, "dump_state", None)
     if lm is None or not callable(dump):
         return None  # e.g. a ScriptedLM: nothing to restore from a file
     return {"class": type(lm).__name__, "state": _jsonable(dump(), "lm")}
 
 
-def _config_state(config: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _config_state(config: Mapping[str, object], where: str) -> dict[str, Any]:
     return {
         k: _jsonable(v, f"{where}.config.{k}")
         for k, v in public_options(config).items()
@@ -73,11 +73,11 @@ def _config_state(config: Mapping[str, Any], where: str) -> dict[str, Any]:
     }
 
 
-def _is_reference(value: Any) -> bool:
+def _is_reference(value: object) -> bool:
     return isinstance(value, str) and value.strip().startswith(("env:", "cmd:"))
 
 
-def public_options(config: Mapping[str, Any]) -> dict[str, Any]:
+def public_options(config: Mapping[str, object]) -> dict[str, Any]:
     """LM options safe to save or show: without secret-named ones and without headers (which may
     carry an Authorization value)."""
     from sigform.lm.credentials import is_secret_name
@@ -107,7 +107,7 @@ def _selector_state(selector: Any, where: str) -> dict[str, Any] | None:
     return state
 
 
-def _restore_selector(entry: Any, signature: Any, where: str, restore_lm: bool, api_key: Any) -> Any:
+def _restore_selector(entry: object, signature: object, where: str, restore_lm: bool, api_key: object) -> Any:
     if entry is None:
         return None
     if not isinstance(entry, Mapping) or not isinstance(entry.get("pool"), list):
@@ -119,7 +119,7 @@ def _restore_selector(entry: Any, signature: Any, where: str, restore_lm: bool, 
 
 def predictor_state(name: str, predictor: Predict[..., Prediction]) -> dict[str, Any]:
     """JSON-ready state of one predictor."""
-    state: dict[str, Any] = {
+    state: dict[str, object] = {
         "type": type(predictor).__name__,
         "signature": predictor.signature.dump_state(),
         "demos": _demos_state(predictor.demos, f"{name}.demos"),
@@ -160,7 +160,7 @@ def save_program(program: Module, path: str | Path) -> Path:
     return target
 
 
-def _as_type(annotation: Any, value: Any) -> Any:
+def _as_type(annotation: object, value: object) -> Any:
     from pydantic import TypeAdapter
 
     return TypeAdapter(annotation).validate_python(value)
@@ -184,7 +184,7 @@ def _restore_demo(entry: Any, signature: Any, where: str) -> Example:
     return example.with_inputs(*inputs) if inputs is not None else example
 
 
-def _restore_lm(entry: Any, where: str, restore: bool, api_key: Any) -> Any:
+def _restore_lm(entry: object, where: str, restore: bool, api_key: object) -> Any:
     if entry is None:
         return None
     if not isinstance(entry, Mapping) or "state" not in entry:
@@ -208,7 +208,7 @@ def _restore_lm(entry: Any, where: str, restore: bool, api_key: Any) -> Any:
 
 
 def load_program(
-    program: Module, state: Mapping[str, Any], *, restore_lm: bool = False, api_key: Any = None
+    program: Module, state: Mapping[str, object], *, restore_lm: bool = False, api_key: object = None
 ) -> None:
     """Apply ``state`` (from :func:`dump_program`) to ``program``; all or nothing.
 
@@ -281,7 +281,7 @@ def load_program(
 
 
 def load_program_file(
-    program: Module, path: str | Path, *, restore_lm: bool = False, api_key: Any = None
+    program: Module, path: str | Path, *, restore_lm: bool = False, api_key: object = None
 ) -> None:
     """Read JSON written by :func:`save_program` into ``program`` (see :func:`load_program`)."""
     try:

@@ -131,7 +131,7 @@ class Predict(Module, Generic[_In, _Out]):
         lm: LMProtocol | None = None,
         adapter: Adapter | None = None,
         callbacks: Sequence[Callback] | None = None,
-        **lm_kwargs: Any,
+        **lm_kwargs: object,
     ) -> None: ...
     @overload
     def __init__(
@@ -142,7 +142,7 @@ class Predict(Module, Generic[_In, _Out]):
         lm: LMProtocol | None = None,
         adapter: Adapter | None = None,
         callbacks: Sequence[Callback] | None = None,
-        **lm_kwargs: Any,
+        **lm_kwargs: object,
     ) -> None: ...
     def __init__(
         self,
@@ -152,7 +152,7 @@ class Predict(Module, Generic[_In, _Out]):
         lm: LMProtocol | None = None,
         adapter: Adapter | None = None,
         callbacks: Sequence[Callback] | None = None,
-        **lm_kwargs: Any,
+        **lm_kwargs: object,
     ) -> None:
         self.signature = ensure_signature(signature)  # type: ignore[arg-type]
         self._result: type[_Out] = result_type(signature)  # type: ignore[arg-type, assignment]
@@ -206,7 +206,7 @@ class Predict(Module, Generic[_In, _Out]):
             lm: LMProtocol | None = None,
             adapter: Adapter | None = None,
             demos: Sequence[Example | Mapping[str, Any]] | None = None,
-            config: Mapping[str, Any] | None = None,
+            config: Mapping[str, object] | None = None,
         ) -> _Out: ...
         @overload
         def __call__(
@@ -215,8 +215,8 @@ class Predict(Module, Generic[_In, _Out]):
             lm: LMProtocol,
             adapter: Adapter | None = None,
             demos: Sequence[Example | Mapping[str, Any]] | None = None,
-            config: Mapping[str, Any] | None = None,
-            **inputs: Any,
+            config: Mapping[str, object] | None = None,
+            **inputs: object,
         ) -> _Out: ...
         @overload
         def __call__(
@@ -224,20 +224,20 @@ class Predict(Module, Generic[_In, _Out]):
             *,
             adapter: Adapter,
             demos: Sequence[Example | Mapping[str, Any]] | None = None,
-            config: Mapping[str, Any] | None = None,
-            **inputs: Any,
+            config: Mapping[str, object] | None = None,
+            **inputs: object,
         ) -> _Out: ...
         @overload
         def __call__(
             self,
             *,
             demos: Sequence[Example | Mapping[str, Any]],
-            config: Mapping[str, Any] | None = None,
-            **inputs: Any,
+            config: Mapping[str, object] | None = None,
+            **inputs: object,
         ) -> _Out: ...
         @overload
-        def __call__(self, *, config: Mapping[str, Any], **inputs: Any) -> _Out: ...
-        def __call__(self, *args: Any, **kwargs: Any) -> _Out:
+        def __call__(self, *, config: Mapping[str, object], **inputs: object) -> _Out: ...
+        def __call__(self, *args: object, **kwargs: object) -> _Out:
             raise NotImplementedError
 
     # -- resolution -----------------------------------------------------------------------------
@@ -282,19 +282,19 @@ class Predict(Module, Generic[_In, _Out]):
             signature = signature.with_instructions(f"{signature.instructions}\n\n{hint}")
         return adapter, AdapterCall(lm, signature, demo_data, checked, kwargs)
 
-    def _call_signature(self, lm: Any) -> type[Signature]:
+    def _call_signature(self, lm: object) -> type[Signature]:
         """The signature sent to the adapter (ChainOfThought may drop its reasoning field)."""
         return self._signature
 
     # -- running --------------------------------------------------------------------------------
     def forward(
         self,
-        *args: Any,
+        *args: object,
         lm: LMProtocol | None = None,
         adapter: Adapter | None = None,
-        demos: Sequence[Any] | None = None,
-        config: Mapping[str, Any] | None = None,
-        **inputs: Any,
+        demos: Sequence[object] | None = None,
+        config: Mapping[str, object] | None = None,
+        **inputs: object,
     ) -> _Out:
         """Run the program once; inputs are keyword arguments named after the input fields, or one
         instance of the signature class (``program(Answer(question=...))``)."""
@@ -310,12 +310,12 @@ class Predict(Module, Generic[_In, _Out]):
 
     async def aforward(
         self,
-        *args: Any,
+        *args: object,
         lm: LMProtocol | None = None,
         adapter: Adapter | None = None,
-        demos: Sequence[Any] | None = None,
-        config: Mapping[str, Any] | None = None,
-        **inputs: Any,
+        demos: Sequence[object] | None = None,
+        config: Mapping[str, object] | None = None,
+        **inputs: object,
     ) -> _Out:
         """Async :meth:`forward`: uses the adapter's native ``arun`` (no thread hop)."""
         if args:
@@ -328,7 +328,7 @@ class Predict(Module, Generic[_In, _Out]):
             raise
         return self._prediction(result, call.lm)
 
-    def _positional_inputs(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> dict[str, Any]:
+    def _positional_inputs(self, args: tuple[Any, ...], inputs: Mapping[str, object]) -> dict[str, Any]:
         """The inputs of ``program(Answer(question=...))``: one signature instance, no keywords."""
         if len(args) == 1 and isinstance(args[0], Signature) and not inputs:
             return args[0].to_dict()
@@ -366,7 +366,9 @@ class Predict(Module, Generic[_In, _Out]):
             candidates.append(self._result._make(store, meta))
         return self._result.from_candidates(candidates)
 
-    def _finish_values(self, values: Mapping[str, Any], completion: Any, lm: Any) -> Mapping[str, Any]:
+    def _finish_values(
+        self, values: Mapping[str, object], completion: object, lm: object
+    ) -> Mapping[str, Any]:
         """Hook for subclasses to adjust one candidate's values (ChainOfThought's native reasoning)."""
         return values
 
@@ -376,9 +378,9 @@ class Predict(Module, Generic[_In, _Out]):
         *,
         lm: LMProtocol | None = None,
         adapter: Adapter | None = None,
-        demos: Sequence[Any] | None = None,
-        config: Mapping[str, Any] | None = None,
-        **inputs: Any,
+        demos: Sequence[object] | None = None,
+        config: Mapping[str, object] | None = None,
+        **inputs: object,
     ) -> Iterator[StreamEvent | _Out]:
         """Yield field events (which output is being written, its text so far), then the Prediction.
 
@@ -392,9 +394,9 @@ class Predict(Module, Generic[_In, _Out]):
         *,
         lm: LMProtocol | None = None,
         adapter: Adapter | None = None,
-        demos: Sequence[Any] | None = None,
-        config: Mapping[str, Any] | None = None,
-        **inputs: Any,
+        demos: Sequence[object] | None = None,
+        config: Mapping[str, object] | None = None,
+        **inputs: object,
     ) -> AsyncIterator[StreamEvent | _Out]:
         """Async :meth:`stream` (same per-call options)."""
         from sigform.predict.streaming import Overrides, astream_predict

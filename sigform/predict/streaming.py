@@ -95,7 +95,7 @@ class _StreamingLM:
             self._sink(StreamDelta("text", completions[0].text))
         return completions
 
-    def __call__(self, messages: list[Message], **kwargs: Any) -> list[Completion]:
+    def __call__(self, messages: list[Message], **kwargs: object) -> list[Completion]:
         if not self._first():
             return self._lm(messages, **kwargs)
         stream = getattr(self._lm, "stream", None)
@@ -107,7 +107,7 @@ class _StreamingLM:
             self._sink(item)
         raise RuntimeError(f"{type(self._lm).__name__}.stream ended without the final completions")
 
-    async def acall(self, messages: list[Message], **kwargs: Any) -> list[Completion]:
+    async def acall(self, messages: list[Message], **kwargs: object) -> list[Completion]:
         if not self._first():
             return await self._lm.acall(messages, **kwargs)
         astream = getattr(self._lm, "astream", None)
@@ -166,7 +166,7 @@ def _event(delta: FieldDelta) -> StreamEvent:
 class _ModuleCall(Generic[_In, _Out]):
     """The ``module_start`` / ``module_end`` hook events of one streamed program call."""
 
-    def __init__(self, program: Predict[_In, _Out], inputs: Mapping[str, Any]) -> None:
+    def __init__(self, program: Predict[_In, _Out], inputs: Mapping[str, object]) -> None:
         self.program = program
         self.call_id = next(_call_ids)
         emit(
@@ -206,7 +206,7 @@ class Overrides(NamedTuple):
 
 
 def _setup(
-    program: Predict[_In, _Out], inputs: Mapping[str, Any], over: Overrides
+    program: Predict[_In, _Out], inputs: Mapping[str, object], over: Overrides
 ) -> tuple[Adapter, AdapterCall, bool]:
     adapter, call = program._resolve(dict(inputs), over.lm, over.adapter, over.demos, over.config)
     use_native = getattr(program, "_use_native", None)  # ChainOfThought
@@ -214,7 +214,7 @@ def _setup(
 
 
 def stream_predict(
-    program: Predict[_In, _Out], inputs: Mapping[str, Any], over: Overrides = Overrides()
+    program: Predict[_In, _Out], inputs: Mapping[str, object], over: Overrides = Overrides()
 ) -> Iterator[StreamEvent | _Out]:
     """The generator behind :meth:`Predict.stream` (see the module docstring)."""
     hooks = _ModuleCall(program, inputs)
@@ -253,7 +253,7 @@ def stream_predict(
 
 
 async def astream_predict(
-    program: Predict[_In, _Out], inputs: Mapping[str, Any], over: Overrides = Overrides()
+    program: Predict[_In, _Out], inputs: Mapping[str, object], over: Overrides = Overrides()
 ) -> AsyncIterator[StreamEvent | _Out]:
     """The async generator behind :meth:`Predict.astream` (no threads: one task on this loop)."""
     hooks = _ModuleCall(program, inputs)

@@ -15,7 +15,7 @@ __all__ = ["majority", "normalize_text"]
 _SPACE = re.compile(r"\s+")
 
 
-def normalize_text(value: Any) -> Any:
+def normalize_text(value: object) -> Any:
     """The default vote key: strings case-folded with whitespace collapsed and trailing
     punctuation dropped (``"Paris."`` and ``" paris"`` vote together); other values as is."""
     if isinstance(value, str):
@@ -23,7 +23,7 @@ def normalize_text(value: Any) -> Any:
     return value
 
 
-def _key(value: Any) -> Any:
+def _key(value: object) -> Any:
     try:
         hash(value)
         return value
@@ -38,7 +38,7 @@ def _candidates(predictions: Prediction | Completions | Iterable[Any]) -> list[A
         return list(predictions.completions)
     if isinstance(predictions, (Record, Mapping)):
         return [predictions]
-    items: list[Any] = []
+    items: list[object] = []
     for item in predictions:
         # a Prediction with several candidates contributes all of them
         items.extend(item.completions if isinstance(item, Prediction) else [item])

@@ -67,7 +67,7 @@ def rules_for(provider: str | None) -> ProviderRules:
     return _RULES.get(provider or "", _GENERIC)
 
 
-def _empty(content: Any) -> bool:
+def _empty(content: object) -> bool:
     if content is None:
         return True
     if isinstance(content, str):
@@ -80,13 +80,13 @@ def _empty(content: Any) -> bool:
     return False
 
 
-def _parts(content: Any) -> list[dict[str, Any]]:
+def _parts(content: object) -> list[dict[str, Any]]:
     if isinstance(content, list):
         return list(content)
     return [{"type": "text", "text": content}]
 
 
-def merge_content(first: Any, second: Any) -> Any:
+def merge_content(first: object, second: object) -> Any:
     """Two message contents as one (strings joined by a blank line; else content parts)."""
     if _empty(first):
         return second

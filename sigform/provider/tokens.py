@@ -71,7 +71,7 @@ def estimate_text(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / 4)
 
 
-def upper_bound(messages: Sequence[Mapping[str, Any]]) -> int:
+def upper_bound(messages: Sequence[Mapping[str, object]]) -> int:
     """A bound no byte-level tokenizer exceeds: every token covers at least one UTF-8 byte.
     Lets the caller skip exact counting when even this bound fits."""
     total = 0
@@ -93,16 +93,16 @@ class TokenCounter:
     def text(self, text: str) -> int:
         return self._count_text(text) if text else 0
 
-    def message(self, message: Mapping[str, Any]) -> int:
+    def message(self, message: Mapping[str, object]) -> int:
         """Tokens of one message: its text, tool calls, media parts and framing."""
         text, media = message_text(message)
         return self.text(text) + media * MEDIA_TOKENS + MESSAGE_OVERHEAD
 
-    def messages(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
+    def messages(self, messages: Sequence[Mapping[str, object]]) -> list[int]:
         """Tokens of each message, in order."""
         return [self.message(m) for m in messages]
 
-    def total(self, messages: Sequence[Mapping[str, Any]], tools: Any = None) -> int:
+    def total(self, messages: Sequence[Mapping[str, object]], tools: object = None) -> int:
         """Tokens of a whole request (messages, plus tool definitions when given)."""
         count = sum(self.messages(messages))
         if tools:

@@ -42,17 +42,17 @@ ERROR_TYPE = pa.struct([("type", pa.string()), ("message", pa.string())])
 Convert = Callable[[Any], Any]
 
 
-def _json_text(value: Any) -> str:
+def _json_text(value: object) -> str:
     from pydantic_core import to_jsonable_python
 
     return json.dumps(to_jsonable_python(value), ensure_ascii=False)
 
 
-def _same(value: Any) -> Any:
+def _same(value: object) -> Any:
     return value
 
 
-def _enum_value(value: Any) -> Any:
+def _enum_value(value: object) -> Any:
     return value.value if isinstance(value, enum.Enum) else value
 
 
@@ -72,7 +72,7 @@ def _choices_column(values: list[Any], convert: Convert) -> tuple[pa.DataType, C
     return pa.string(), lambda value: _json_text(convert(value))
 
 
-def column_type(annotation: Any) -> tuple[pa.DataType, Convert]:
+def column_type(annotation: object) -> tuple[pa.DataType, Convert]:
     """The Arrow type of a field declared as ``annotation`` and how a value becomes a cell."""
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
@@ -92,7 +92,7 @@ def column_type(annotation: Any) -> tuple[pa.DataType, Convert]:
 class ColumnPlan:
     """The output columns of a program: names, Arrow types, and how to fill them."""
 
-    def __init__(self, outputs: Mapping[str, Any], error_column: str) -> None:
+    def __init__(self, outputs: Mapping[str, object], error_column: str) -> None:
         self.types = {name: column_type(annotation) for name, annotation in outputs.items()}
         self.error_column = error_column
         if error_column in self.types:
@@ -122,11 +122,11 @@ def _missing(result: Any, name: str) -> bool:
     return False
 
 
-def _cell(value: Any, convert: Convert) -> Any:
+def _cell(value: object, convert: Convert) -> Any:
     return None if value is None else convert(value)
 
 
-def column_plan(program: Any, outputs: Mapping[str, Any] | None, error_column: str) -> ColumnPlan:
+def column_plan(program: object, outputs: Mapping[str, object] | None, error_column: str) -> ColumnPlan:
     """The plan for ``program``: its signature's output fields, or ``outputs`` (name -> type)
     for a program without one signature."""
     if outputs is None:

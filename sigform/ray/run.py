@@ -119,7 +119,7 @@ def _program_parts(program: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     return full, state, limits
 
 
-def _warn_url_credentials_stay(name: str, lm: Any) -> None:
+def _warn_url_credentials_stay(name: str, lm: object) -> None:
     """Say that credentials inside the endpoint URL do not reach the workers (they get the saved
     state, which never holds one), before the run rather than as 401s from every row."""
     from sigform.lm.credentials import strip_url_credentials, url_credential_parts
@@ -163,9 +163,9 @@ def _shared_limits(lms: Mapping[str, Any]) -> dict[str, SharedRateLimit]:
     return out
 
 
-def _finished_rows(directory: Path, program: Any, digest: str) -> dict[str, Any]:
+def _finished_rows(directory: Path, program: object, digest: str) -> dict[str, Any]:
     """Every row the run's earlier parts recorded (each part file checked like a checkpoint)."""
-    rows: dict[str, Any] = {}
+    rows: dict[str, object] = {}
     for part in sorted(directory.glob("*.jsonl")):
         checkpoint = Checkpoint(part, program, digest=digest, write=False)  # a worker may hold it
         try:
@@ -176,11 +176,11 @@ def _finished_rows(directory: Path, program: Any, digest: str) -> dict[str, Any]
 
 
 def worker_payload(
-    program: Any,
+    program: object,
     *,
     calls_per_worker: int = 32,
     credentials: str | Callable[[], str] | None = None,
-    outputs: Mapping[str, Any] | None = None,
+    outputs: Mapping[str, object] | None = None,
     error_column: str = "error",
     checkpoint: str | Path | None = None,
     tally: RunTally | None = None,

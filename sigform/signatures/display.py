@@ -13,7 +13,7 @@ _HTML_VALUE_CHARS = 2000
 
 
 def record_repr(
-    kind: str, values: Mapping[str, Any], *, inputs: Iterable[str] | None = None, extra: str = ""
+    kind: str, values: Mapping[str, object], *, inputs: Iterable[str] | None = None, extra: str = ""
 ) -> str:
     body = ", ".join(f"{k}={v!r}" for k, v in values.items())
     if inputs is not None:
@@ -21,7 +21,7 @@ def record_repr(
     return f"{kind}({body}{extra})"
 
 
-def _value_text(value: Any) -> str:
+def _value_text(value: object) -> str:
     if isinstance(value, str):
         text = value
     elif isinstance(value, (datetime.date, datetime.time)):
@@ -34,7 +34,7 @@ def _value_text(value: Any) -> str:
 
 
 def record_html(
-    kind: str, values: Mapping[str, Any], *, inputs: Iterable[str] | None = None, footer: str = ""
+    kind: str, values: Mapping[str, object], *, inputs: Iterable[str] | None = None, footer: str = ""
 ) -> str:
     """A record as an HTML table (a role column only when inputs are marked)."""
     from sigform.html_view import table_html
@@ -46,7 +46,7 @@ def record_html(
 
 
 def record_rich(
-    kind: str, values: Mapping[str, Any], *, inputs: Iterable[str] | None = None, footer: str = ""
+    kind: str, values: Mapping[str, object], *, inputs: Iterable[str] | None = None, footer: str = ""
 ) -> Any:
     from rich.table import Table
 

@@ -45,7 +45,7 @@ class FieldDecl:
     constraints: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
-def _declare(kind: FieldKind, desc: str, constraints: dict[str, Any]) -> FieldDecl:
+def _declare(kind: FieldKind, desc: str, constraints: Mapping[str, object]) -> FieldDecl:
     unknown = sorted(set(constraints) - CONSTRAINT_NAMES)
     if unknown:
         raise SignatureError(
@@ -57,12 +57,12 @@ def _declare(kind: FieldKind, desc: str, constraints: dict[str, Any]) -> FieldDe
     return FieldDecl(kind=kind, desc=desc, constraints=MappingProxyType(dict(constraints)))
 
 
-def InputField(desc: str = "", **constraints: Any) -> Any:
+def InputField(desc: str = "", **constraints: object) -> Any:
     """Declare an input field. ``constraints`` are pydantic's (``ge``, ``max_length``, ``pattern``, ...)."""
     return _declare("input", desc, constraints)
 
 
-def OutputField(desc: str = "", *, init: Literal[False] = False, **constraints: Any) -> Any:
+def OutputField(desc: str = "", *, init: Literal[False] = False, **constraints: object) -> Any:
     """Declare an output field. Constraints are shown to the LM and enforced when parsing its answer.
 
     ``init=False`` is for type checkers: an output is never an argument of the signature's
@@ -105,7 +105,7 @@ class FieldSpec:
     def is_output(self) -> bool:
         return self.kind == "output"
 
-    def replace(self, **changes: Any) -> FieldSpec:
+    def replace(self, **changes: object) -> FieldSpec:
         """A copy with some attributes changed (fields are immutable)."""
         data = {
             "name": self.name,
@@ -157,7 +157,7 @@ _ORDERED = frozenset({"gt", "ge", "lt", "le"})
 _LENGTH = frozenset({"min_length", "max_length"})
 
 
-def _constraint_fits(name: str, annotation: Any) -> bool:
+def _constraint_fits(name: str, annotation: object) -> bool:
     """Whether pydantic can apply constraint ``name`` to values of ``annotation``.
 
     pydantic accepts any constraint on any type when a validator is built and only fails while
@@ -212,7 +212,7 @@ def _with_constraints(spec: FieldSpec) -> Any:
         metadata = Field(**spec.constraints).metadata
         params = (annotation, *metadata)  # as a name: mypy reads `X[(a, *b)]` as 3.11-only syntax
         # Any: an Annotated special form built at run time, which pydantic 2.14's TypeForm rejects
-        constrained: Any = Annotated[params] if metadata else annotation
+        constrained: object = Annotated[params] if metadata else annotation
         TypeAdapter(constrained)
     except Exception as exc:  # pydantic raises several types here; report them uniformly
         raise SignatureError(

@@ -52,7 +52,7 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     return parts
 
 
-def _parse_side(side: str, namespace: Mapping[str, Any], which: str) -> list[tuple[str, Any]]:
+def _parse_side(side: str, namespace: Mapping[str, object], which: str) -> list[tuple[str, Any]]:
     from sigform.types import resolve_type_name
 
     fields: list[tuple[str, Any]] = []
@@ -77,7 +77,7 @@ def _parse_side(side: str, namespace: Mapping[str, Any], which: str) -> list[tup
 
 
 def parse_signature_string(
-    text: str, namespace: Mapping[str, Any]
+    text: str, namespace: Mapping[str, object]
 ) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
     """Return ``(inputs, outputs)`` as ``[(name, annotation), ...]`` for a string signature."""
     if not isinstance(text, str):

@@ -28,8 +28,8 @@ class Record:
     # names a DSPy user types from memory -> what to write here
     _spellings: ClassVar[Mapping[str, str]] = {"toDict": "did you mean `to_dict()`?"}
 
-    def __init__(self, data: Mapping[str, Any] | Record | None = None, /, **values: Any) -> None:
-        store: dict[str, Any] = {}
+    def __init__(self, data: Mapping[str, Any] | Record | None = None, /, **values: object) -> None:
+        store: dict[str, object] = {}
         if data is not None:
             store.update(data._store if isinstance(data, Record) else data)
         store.update(values)
@@ -68,7 +68,7 @@ class Record:
         except KeyError:
             raise NoSuchField(type(self).__name__, key, tuple(self._store)) from None
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: str, value: object) -> None:
         self._store[key] = value
 
     def __delitem__(self, key: str) -> None:
@@ -97,7 +97,7 @@ class Record:
             slot: getattr(self, slot) for cls in type(self).__mro__ for slot in getattr(cls, "__slots__", ())
         }
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: Mapping[str, object]) -> None:
         for key, value in state.items():
             object.__setattr__(self, key, value)
 
@@ -172,7 +172,7 @@ class Prediction(Record):
         *,
         _meta: PredictionMeta | None = None,
         _completions: Sequence[Prediction] | None = None,
-        **values: Any,
+        **values: object,
     ) -> None:
         super().__init__(data, **values)
         object.__setattr__(self, "_meta", _meta if _meta is not None else _NO_META)
@@ -191,7 +191,7 @@ class Prediction(Record):
     @classmethod
     def _make(
         cls: type[_P],
-        store: dict[str, Any],
+        store: Mapping[str, object],
         meta: PredictionMeta,
         completions: tuple[Prediction, ...] | None = None,
     ) -> _P:
@@ -208,7 +208,7 @@ class Prediction(Record):
         """Every candidate of the call (one unless ``n > 1`` was requested)."""
         return Completions(self._completions or (self,))
 
-    def copy(self: _P, **changes: Any) -> _P:
+    def copy(self: _P, **changes: object) -> _P:
         """A shallow copy of the same class, optionally with some values changed (metadata is kept)."""
         return self._make({**self._store, **changes}, self._meta, self._completions)
 

@@ -106,7 +106,7 @@ class SignatureMeta(type):
     _explicit_instructions: str | None
 
     def __new__(
-        mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kw: Any
+        mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kw: object
     ) -> SignatureMeta:
         prebuilt: list[FieldSpec] | None = namespace.pop("__sigform_fields__", None)
         explicit = namespace.pop("__sigform_instructions__", None)
@@ -203,7 +203,7 @@ class SignatureMeta(type):
             raise SignatureError("instructions must be a non-empty string")
         return cls._derive(list(cls._fields.values()), instructions)
 
-    def with_updated_field(cls, name: str, **changes: Any) -> type[DynamicSignature]:
+    def with_updated_field(cls, name: str, **changes: object) -> type[DynamicSignature]:
         """A copy where field ``name`` has new ``desc`` / ``annotation`` / ``constraints``."""
         if name not in cls._fields:
             raise SignatureError(f"{cls.__name__} has no field `{name}` to update")
@@ -213,7 +213,9 @@ class SignatureMeta(type):
         specs = [s.replace(**changes) if s.name == name else s for s in cls._fields.values()]
         return cls._derive(specs, _Keep)
 
-    def insert(cls, index: int, name: str, field: FieldDecl, annotation: Any = str) -> type[DynamicSignature]:
+    def insert(
+        cls, index: int, name: str, field: FieldDecl, annotation: object = str
+    ) -> type[DynamicSignature]:
         """A copy with a field inserted at ``index`` among the fields of its kind (inputs or outputs).
 
         Negative indexes count from the end; ``-1`` appends.
@@ -230,11 +232,11 @@ class SignatureMeta(type):
         group.insert(position, spec)
         return cls._derive(inputs + outputs, _Keep)
 
-    def append(cls, name: str, field: FieldDecl, annotation: Any = str) -> type[DynamicSignature]:
+    def append(cls, name: str, field: FieldDecl, annotation: object = str) -> type[DynamicSignature]:
         """A copy with a field added after the others of its kind."""
         return cls.insert(-1, name, field, annotation)
 
-    def prepend(cls, name: str, field: FieldDecl, annotation: Any = str) -> type[DynamicSignature]:
+    def prepend(cls, name: str, field: FieldDecl, annotation: object = str) -> type[DynamicSignature]:
         """A copy with a field added before the others of its kind."""
         return cls.insert(0, name, field, annotation)
 
@@ -255,7 +257,7 @@ class SignatureMeta(type):
 
         return dump_state(cls)
 
-    def load_state(cls, state: Mapping[str, Any]) -> type[DynamicSignature]:
+    def load_state(cls, state: Mapping[str, object]) -> type[DynamicSignature]:
         """A copy with instructions, descriptions and constraints from ``state``, matched by field name."""
         from sigform.signatures.state import load_state
 
@@ -352,7 +354,7 @@ class Signature(Prediction, metaclass=SignatureMeta):
         # Prediction.__getattr__ still reads the values)
         __getattr__: ClassVar[None]  # type: ignore[assignment, misc]
 
-    def __init__(self, **inputs: Any) -> None:
+    def __init__(self, **inputs: object) -> None:
         cls = type(self)
         if not cls._fields:
             raise TypeError("Signature is a base class: subclass it, or use sf.make_signature(...)")
@@ -382,7 +384,7 @@ class Signature(Prediction, metaclass=SignatureMeta):
 
 
 def _importable(cls: type) -> bool:
-    found: Any = sys.modules.get(cls.__module__)
+    found: object = sys.modules.get(cls.__module__)
     for part in cls.__qualname__.split("."):
         found = getattr(found, part, None)
     return found is cls
@@ -398,7 +400,7 @@ class DynamicSignature(Signature):
 
     if TYPE_CHECKING:
 
-        def __init__(self, **inputs: Any) -> None: ...
+        def __init__(self, **inputs: object) -> None: ...
 
         def __getattr__(self, name: str) -> Any:  # type: ignore[override]
             raise NotImplementedError
@@ -411,7 +413,7 @@ def make_signature(
     fields: _FieldsArg,
     instructions: str | None = None,
     *,
-    types: Mapping[str, Any] | None = None,
+    types: Mapping[str, object] | None = None,
     name: str = "StringSignature",
 ) -> type[DynamicSignature]:
     """Build a signature from a string or a dict.

@@ -112,7 +112,7 @@ def _body(completions: list[Completion]) -> dict[str, Any]:
     """The chat-completions body a provider would send for ``completions``."""
     choices = []
     for index, c in enumerate(completions):
-        message: dict[str, Any] = {"role": "assistant", "content": c.text}
+        message: dict[str, object] = {"role": "assistant", "content": c.text}
         if c.reasoning:
             message["reasoning_content"] = c.reasoning
         if c.tool_calls:

@@ -43,7 +43,7 @@ def load_cases(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:
     """Enums as their values, models as their dumps, containers recursively."""
     if isinstance(value, enum.Enum):
         return value.value
@@ -77,7 +77,7 @@ def expected_values(case: dict[str, Any], types_module: Any) -> dict[str, Any]:
     return {k: TypeAdapter(ann).validate_python(case["expect"][k]) for k, ann in outputs.items()}
 
 
-def outcome(case: dict[str, Any], types_module: Any, got: dict[str, Any] | None) -> str:
+def outcome(case: dict[str, Any], types_module: object, got: dict[str, Any] | None) -> str:
     """The outcome of a parser that returned ``got`` (``None``: it raised) on ``case``."""
     if got is None:
         return "rejected" if case.get("expect_error") else "missed"

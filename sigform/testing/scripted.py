@@ -59,11 +59,11 @@ class ScriptedCall(NamedTuple):
     kwargs: dict[str, Any]
 
 
-def _is_exception(item: Any) -> bool:
+def _is_exception(item: object) -> bool:
     return isinstance(item, BaseException) or (isinstance(item, type) and issubclass(item, BaseException))
 
 
-def _check_item(item: Any, where: str) -> None:
+def _check_item(item: object, where: str) -> None:
     if isinstance(item, (str, Completion, Mapping)) or _is_exception(item) or callable(item):
         return
     raise ScriptError(
@@ -72,13 +72,13 @@ def _check_item(item: Any, where: str) -> None:
     )
 
 
-def _snapshot(value: Any) -> Any:
+def _snapshot(value: object) -> Any:
     """Deep copy so later mutation by the caller cannot rewrite history; shallow if uncopyable."""
     deep = probe("a deep copy", lambda: (copy.deepcopy(value),), None)
     return copy.copy(value) if deep is None else deep[0]
 
 
-def _tool_call(value: Any) -> ToolCall:
+def _tool_call(value: object) -> ToolCall:
     if isinstance(value, ToolCall):
         return value
     if isinstance(value, Mapping) and "name" in value:
@@ -89,7 +89,7 @@ def _tool_call(value: Any) -> ToolCall:
     )
 
 
-def _text_of(content: Any) -> str:
+def _text_of(content: object) -> str:
     """The text of a message's content: a string, or the text parts of a content-part list."""
     if isinstance(content, str):
         return content
@@ -122,7 +122,7 @@ def _brief(messages: list[Message], keep: int = 3) -> str:
 class _ByInput:
     """Callable script entry that picks the answer by the last user message's text."""
 
-    def __init__(self, table: Mapping[str, Any] | Callable[[str], Any], default: Any) -> None:
+    def __init__(self, table: Mapping[str, Any] | Callable[[str], Any], default: object) -> None:
         if isinstance(table, Mapping):
             for key, value in table.items():
                 if not isinstance(key, str) or not key:
@@ -133,7 +133,7 @@ class _ByInput:
         self.table = table
         self.default = default
 
-    def __call__(self, messages: list[Message], kwargs: dict[str, Any]) -> Any:
+    def __call__(self, messages: list[Message], kwargs: Mapping[str, object]) -> Any:
         text = last_user_text(messages)
         if not isinstance(self.table, Mapping):
             return self.table(text)
@@ -247,7 +247,7 @@ class ScriptedLM:
         """True when ``feature`` was declared in ``features``."""
         return feature in self.features
 
-    def __call__(self, messages: list[Message], **kwargs: Any) -> list[Completion]:
+    def __call__(self, messages: list[Message], **kwargs: object) -> list[Completion]:
         """Answer one request with the next scripted response(s)."""
         n = self._begin(messages, kwargs)
         out: list[Completion] = []
@@ -259,7 +259,7 @@ class ScriptedLM:
             first = False
         return out
 
-    async def acall(self, messages: list[Message], **kwargs: Any) -> list[Completion]:
+    async def acall(self, messages: list[Message], **kwargs: object) -> list[Completion]:
         """Async twin of :meth:`__call__`; scripted callables may be ``async`` here."""
         n = self._begin(messages, kwargs)
         out: list[Completion] = []
@@ -279,14 +279,14 @@ class ScriptedLM:
 
     stream_chunk_chars: int = 8  # characters per streamed text delta
 
-    def stream(self, messages: list[Message], **kwargs: Any) -> Iterator[Any]:
+    def stream(self, messages: list[Message], **kwargs: object) -> Iterator[Any]:
         """Answer like :meth:`__call__`, but yield each completion's reasoning and text as
         ``StreamDelta`` pieces of ``stream_chunk_chars`` characters, then the ``list[Completion]``."""
         completions = self(messages, **kwargs)
         yield from _deltas(completions, self.stream_chunk_chars)
         yield completions
 
-    async def astream(self, messages: list[Message], **kwargs: Any) -> Any:
+    async def astream(self, messages: list[Message], **kwargs: object) -> Any:
         """Async twin of :meth:`stream`."""
         completions = await self.acall(messages, **kwargs)
         for delta in _deltas(completions, self.stream_chunk_chars):
@@ -327,7 +327,7 @@ class ScriptedLM:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _begin(self, messages: list[Message], kwargs: dict[str, Any]) -> int:
+    def _begin(self, messages: list[Message], kwargs: Mapping[str, object]) -> int:
         n = kwargs.get("n")
         n = 1 if n is None else n
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
@@ -338,7 +338,7 @@ class ScriptedLM:
             self._check_features(messages, kwargs)
         return n
 
-    def _check_features(self, messages: list[Message], kwargs: dict[str, Any]) -> None:
+    def _check_features(self, messages: list[Message], kwargs: Mapping[str, object]) -> None:
         wanted: list[str] = []
         if kwargs.get("tools"):
             wanted.append("tools")
@@ -366,7 +366,7 @@ class ScriptedLM:
             )
 
     def _take(
-        self, count: int, n: int, messages: list[Message], kwargs: dict[str, Any], first: bool = False
+        self, count: int, n: int, messages: list[Message], kwargs: Mapping[str, object], first: bool = False
     ) -> list[Any]:
         """Pop ``count`` items atomically (the standing callable repeats forever). A call's first
         take stops after a leading callable (its list may answer the whole call); otherwise all the
@@ -374,7 +374,7 @@ class ScriptedLM:
         if self._every is not None:
             return [self._every] * (1 if first else count)
         with self._lock:
-            taken: list[Any] = []
+            taken: list[object] = []
             for _ in range(count):
                 try:
                     item = next(self._items)
@@ -394,7 +394,7 @@ class ScriptedLM:
             f"were already used.\n  last messages:\n{_brief(messages)}"
         )
 
-    def _resolve_sync(self, item: Any, messages: list[Message], kwargs: dict[str, Any]) -> Any:
+    def _resolve_sync(self, item: object, messages: list[Message], kwargs: Mapping[str, object]) -> Any:
         if callable(item) and not _is_exception(item):
             result = item(_snapshot(messages), _snapshot(kwargs))
             if inspect.isawaitable(result):
@@ -404,7 +404,7 @@ class ScriptedLM:
             return result
         return item
 
-    def _collect(self, out: list[Completion], result: Any, n: int, first: bool) -> None:
+    def _collect(self, out: list[Completion], result: object, n: int, first: bool) -> None:
         """Append the completion(s) ``result`` stands for; a list must answer the whole call."""
         if isinstance(result, list):
             if not first or len(result) != n:

@@ -79,7 +79,7 @@ class Agent(Module):
         native: bool | None = None,
         parallel_tools: bool | None = None,
         callbacks: Sequence[Callback] | None = None,
-        **lm_kwargs: Any,
+        **lm_kwargs: object,
     ) -> None:
         self.signature = ensure_signature(signature)
         if "trajectory" in self.signature.fields:
@@ -118,11 +118,11 @@ class Agent(Module):
         self._checker = InputChecker(self._signature)
 
     # -- running ----------------------------------------------------------------------------------
-    def forward(self, *, lm: LMProtocol | None = None, **inputs: Any) -> Prediction:
+    def forward(self, *, lm: LMProtocol | None = None, **inputs: object) -> Prediction:
         """Run the agent to its final answer (or until it stops); see :meth:`aforward`."""
         return run_sync(lambda: self.aforward(lm=lm, **inputs))
 
-    async def aforward(self, *, lm: LMProtocol | None = None, **inputs: Any) -> Prediction:
+    async def aforward(self, *, lm: LMProtocol | None = None, **inputs: object) -> Prediction:
         """Async run: returns a :class:`Prediction` with the outputs and ``trajectory``.
 
         ``lm=`` uses that model for this call (over the agent's, the setting's and the default),
@@ -159,11 +159,11 @@ class _Run:
     def __init__(
         self,
         agent: Agent,
-        lm: Any,
+        lm: object,
         protocol: NativeProtocol | TextProtocol,
         approver: Approver | None,
         parallel: bool,
-        inputs: Mapping[str, Any],
+        inputs: Mapping[str, object],
     ) -> None:
         self.agent = agent
         self.signature = agent.signature
@@ -240,7 +240,7 @@ class _Run:
         """Validate the final answer; an invalid one goes back to the LM as an error."""
         from sigform.types import coerce_fields
 
-        arguments: Any = call.arguments
+        arguments: object = call.arguments
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
@@ -260,7 +260,7 @@ class _Run:
             return None, ToolResult.error(f"invalid final answer: {lines}")
         return values, ToolResult.success("Final answer accepted.")
 
-    def _prediction(self, status: str, outputs: Mapping[str, Any] | None) -> Prediction:
+    def _prediction(self, status: str, outputs: Mapping[str, object] | None) -> Prediction:
         self.trajectory.status = status
         values = dict(outputs) if outputs is not None else dict.fromkeys(self.signature.output_fields)
         last = self.last

@@ -67,7 +67,7 @@ class ApprovalRequest:
 Approver = Callable[[ApprovalRequest], Any]
 
 
-def to_decision(answer: Any) -> Decision:
+def to_decision(answer: object) -> Decision:
     """Normalise an approver's answer; anything unrecognised is an error, never a silent approve."""
     if isinstance(answer, Decision):
         return answer
@@ -107,7 +107,7 @@ class ScriptedApprover:
     ``ScriptedApprover(["approve", "reject"])``; running out of answers is an error.
     """
 
-    def __init__(self, answers: Iterable[Any]) -> None:
+    def __init__(self, answers: Iterable[object]) -> None:
         self.answers = [to_decision(a) for a in answers]
         self.requests: list[ApprovalRequest] = []
 

@@ -60,7 +60,7 @@ def placeholders(commands: Sequence[Sequence[str]]) -> set[str]:
     return {m.group(1) for cmd in commands for arg in cmd for m in _PLACEHOLDER.finditer(arg) if m.group(1)}
 
 
-def _stringify(name: str, value: Any) -> str:
+def _stringify(name: str, value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (str, int, float, Path)):
@@ -80,7 +80,7 @@ def numeric_fields(model: type[BaseModel]) -> frozenset[str]:
     """Fields of ``model`` declared as numbers (``int``, ``float``, ``Decimal``, optionally None):
     the only arguments whose value may start an argv element with '-' (``-1``, ``-2.5e3``)."""
 
-    def numeric(annotation: Any) -> bool:
+    def numeric(annotation: object) -> bool:
         if isinstance(annotation, type):
             return issubclass(annotation, _NUMERIC_TYPES) and not issubclass(annotation, bool)
         if typing.get_origin(annotation) in (typing.Union, types.UnionType):
@@ -91,18 +91,18 @@ def numeric_fields(model: type[BaseModel]) -> frozenset[str]:
     return frozenset(name for name, field in model.model_fields.items() if numeric(field.annotation))
 
 
-def _negative_number(element: str, filled: str, values: Mapping[str, Any], numeric: Collection[str]) -> bool:
+def _negative_number(
+    element: str, filled: str, values: Mapping[str, object], numeric: Collection[str]
+) -> bool:
     """``element`` is one placeholder of a declared-numeric argument whose value is a negative number."""
     match = _PLACEHOLDER.fullmatch(element)
     if match is None or match.group(1) not in numeric:
         return False
     value = values[match.group(1)]
-    return (
-        isinstance(value, _NUMERIC_TYPES) and not isinstance(value, bool) and bool(_NUMBER.match(filled))
-    )
+    return isinstance(value, _NUMERIC_TYPES) and not isinstance(value, bool) and bool(_NUMBER.match(filled))
 
 
-def fill(template: Sequence[str], values: Mapping[str, Any], numeric: Collection[str] = ()) -> list[str]:
+def fill(template: Sequence[str], values: Mapping[str, object], numeric: Collection[str] = ()) -> list[str]:
     """Fill ``${name}`` placeholders; each argv element stays exactly one element.
 
     Raises ValueError for a missing value, a non-scalar value or a value that makes an element
@@ -222,13 +222,15 @@ class CommandTool(Tool):
                 f"{self.args_model.__name__} nor provided by env=..."
             )
 
-    def argv_for(self, args: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> list[list[str]]:
+    def argv_for(
+        self, args: Mapping[str, object], extra: Mapping[str, object] | None = None
+    ) -> list[list[str]]:
         """The concrete argv of every command for validated ``args`` (raises ValueError when unfillable)."""
         values = {**args, **(extra or {})}
         numeric = self._numeric - set(extra or ())  # env() values are never declared numbers
         return [fill(cmd, values, numeric) for cmd in self.commands]
 
-    def describe_call(self, args: Mapping[str, Any]) -> str:
+    def describe_call(self, args: Mapping[str, object]) -> str:
         """Default approval text: the exact commands that will run."""
         if self._describe is not None:
             return super().describe_call(args)
@@ -239,7 +241,7 @@ class CommandTool(Tool):
             return f"{self.name}: cannot build the command ({exc})"
         return f"{self.name} will run:\n" + "\n".join(f"  $ {line}" for line in lines)
 
-    async def _run_commands(self, **args: Any) -> ToolResult:
+    async def _run_commands(self, **args: object) -> ToolResult:
         extra: Mapping[str, Any] = {}
         if self.env is not None:
             try:

@@ -36,7 +36,7 @@ def emit_tool_event(
     tool: str,
     call_id: str | None,
     step: int,
-    arguments: Any,
+    arguments: object,
     args: dict[str, Any] | None = None,
     description: str | None = None,
     result: ToolResult | None = None,

@@ -53,7 +53,7 @@ def request_tools(signature: Any, inputs: Mapping[str, Any]) -> list[dict[str, A
     return adapter_request_tools(signature, inputs)
 
 
-def calls_from_completion(signature: Any, completion: Completion) -> dict[str, Any]:
+def calls_from_completion(signature: object, completion: Completion) -> dict[str, Any]:
     """The ``ToolCalls`` output value(s) from a completion's native tool calls (ids kept).
 
     Raises :class:`~sigform.errors.FieldValueError` when the provider sent invalid argument JSON.

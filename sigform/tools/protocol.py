@@ -143,7 +143,7 @@ class NativeProtocol:
     def __init__(self, images: bool = True) -> None:
         self.images = images  # the model takes image parts (else tool images stay described in text)
 
-    def request_kwargs(self, signature: Any, tools: Sequence[Tool]) -> dict[str, Any]:
+    def request_kwargs(self, signature: object, tools: Sequence[Tool]) -> dict[str, Any]:
         finish = {
             "type": "function",
             "function": {
@@ -207,7 +207,7 @@ class TextProtocol:
     def __init__(self, images: bool = True) -> None:
         self.images = images
 
-    def request_kwargs(self, signature: Any, tools: Sequence[Tool]) -> dict[str, Any]:
+    def request_kwargs(self, signature: object, tools: Sequence[Tool]) -> dict[str, Any]:
         return {}
 
     def read(self, completion: Completion, step: int) -> Turn:

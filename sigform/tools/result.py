@@ -20,7 +20,7 @@ ResultStatus = Literal["success", "error", "rejected", "cancelled"]
 _STATUSES = ("success", "error", "rejected", "cancelled")
 
 
-def render_for_llm(value: Any) -> str:
+def render_for_llm(value: object) -> str:
     """Text the LM reads for a tool's return value: strings as is, everything else as JSON.
 
     pydantic's serializer handles models, dataclasses, dates, enums and sets; a value it cannot
@@ -64,7 +64,7 @@ class ToolResult:
     @classmethod
     def success(
         cls,
-        value: Any = None,
+        value: object = None,
         *,
         for_llm: str | None = None,
         for_user: str | None = None,
@@ -121,7 +121,7 @@ class ToolResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the value rendered as the LM saw it)."""
-        out: dict[str, Any] = {"status": self.status, "for_llm": self.for_llm}
+        out: dict[str, object] = {"status": self.status, "for_llm": self.for_llm}
         if self.message is not None:
             out["message"] = self.message
         if self.user_text is not None:
@@ -129,10 +129,10 @@ class ToolResult:
         return out
 
 
-def as_result(value: Any) -> ToolResult:
+def as_result(value: object) -> ToolResult:
     """Wrap what a tool returned: a :class:`ToolResult` passes through, anything else is a success."""
     return value if isinstance(value, ToolResult) else ToolResult.success(value)
 
 
-def _json_text(value: Any) -> str:
+def _json_text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)

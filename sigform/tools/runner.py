@@ -104,7 +104,9 @@ class _Turn:
         status = {"success": "succeeded", "error": "failed"}.get(result.status, result.status)
         self._event(status, call, args=record.args, result=result, description=record.description)
 
-    async def _execute(self, i: int, call: PendingCall, tool: Tool, args: dict[str, Any], **kw: Any) -> None:
+    async def _execute(
+        self, i: int, call: PendingCall, tool: Tool, args: dict[str, Any], **kw: object
+    ) -> None:
         problem = await self.hooks.before(tool)
         if problem is not None:
             self._finish(i, call, ToolResult.error(problem), args=args, **kw)
@@ -116,7 +118,9 @@ class _Turn:
             await self.hooks.after(tool)
         self._finish(i, call, result, args=args, **kw)
 
-    async def _decide(self, call: PendingCall, tool: Tool, args: dict[str, Any]) -> tuple[Decision, str]:
+    async def _decide(
+        self, call: PendingCall, tool: Tool, args: Mapping[str, object]
+    ) -> tuple[Decision, str]:
         description = tool.describe_call(args)
         if self.approver is None:
             raise ToolError(

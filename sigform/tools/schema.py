@@ -163,7 +163,7 @@ def _error_items(model: type[BaseModel], exc: ValidationError) -> list[FieldErro
     return items
 
 
-def _safe_type_name(type_name: Callable[[Any], str], annotation: Any) -> str:
+def _safe_type_name(type_name: Callable[[Any], str], annotation: object) -> str:
     return probe("type name", lambda: type_name(annotation), repr(annotation))
 
 

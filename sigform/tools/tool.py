@@ -118,7 +118,7 @@ class Tool:
     # -- the LM-facing description -------------------------------------------------------------
     def to_openai(self) -> dict[str, Any]:
         """The tool in OpenAI function-calling shape (litellm translates it for other providers)."""
-        function: dict[str, Any] = {"name": self.name, "parameters": self.parameters}
+        function: dict[str, object] = {"name": self.name, "parameters": self.parameters}
         if self.description:
             function["description"] = self.description
         return {"type": "function", "function": function}
@@ -132,12 +132,12 @@ class Tool:
         return "\n".join(lines)
 
     @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+    def __get_pydantic_core_schema__(cls, source: object, handler: object) -> Any:
         """Let ``list[Tool]`` be a signature input type: tools (or plain functions) are accepted
         and wrapped; serialised as their function-calling spec."""
         from pydantic_core import core_schema
 
-        def validate(value: Any) -> Tool:
+        def validate(value: object) -> Tool:
             try:
                 return as_tool(value)
             except ToolError as exc:  # pydantic reports ValueError as a validation error
@@ -149,7 +149,7 @@ class Tool:
         )
 
     @classmethod
-    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict[str, Any]:
+    def __get_pydantic_json_schema__(cls, schema: object, handler: object) -> dict[str, Any]:
         return {"type": "object", "description": "a tool the model may call"}
 
     def __sigform_render__(self) -> str:
@@ -161,7 +161,7 @@ class Tool:
         """Validate the LM's arguments; raises :class:`~sigform.errors.ToolArgumentsError`."""
         return validate_arguments(self.name, self.args_model, arguments)
 
-    async def needs_approval(self, args: dict[str, Any]) -> bool:
+    async def needs_approval(self, args: Mapping[str, object]) -> bool:
         """Whether this call must be approved first (a failing rule asks, to stay on the safe side)."""
         rule = self.requires_approval
         if isinstance(rule, bool):
@@ -174,7 +174,7 @@ class Tool:
             )
             return True
 
-    def describe_call(self, args: Mapping[str, Any]) -> str:
+    def describe_call(self, args: Mapping[str, object]) -> str:
         """The text a person reads when asked to approve this call."""
         if self._describe is not None:
             try:  # the author's layout (line breaks) is kept; control characters never reach a terminal
@@ -196,7 +196,7 @@ class Tool:
             logger.debug("tool %s raised", self.name, exc_info=True)
             return ToolResult.error(f"{type(exc).__name__}: {exc}")
 
-    async def arun(self, arguments: Mapping[str, Any] | str | None = None, **kwargs: Any) -> ToolResult:
+    async def arun(self, arguments: Mapping[str, Any] | str | None = None, **kwargs: object) -> ToolResult:
         """Validate ``arguments`` and run the tool with its setup/on_exit hooks (no approval).
 
         Invalid arguments give an error result; nothing raises for a failing tool.
@@ -214,7 +214,7 @@ class Tool:
         finally:
             await self.run_hook("on_exit")
 
-    def run(self, arguments: Mapping[str, Any] | str | None = None, **kwargs: Any) -> ToolResult:
+    def run(self, arguments: Mapping[str, Any] | str | None = None, **kwargs: object) -> ToolResult:
         """Synchronous :meth:`arun`."""
         return run_sync(lambda: self.arun(arguments, **kwargs))
 
@@ -230,7 +230,7 @@ class Tool:
             return f"the tool's {which} step failed: {type(exc).__name__}: {exc}"
         return None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         """Call the underlying function directly, as if it were not wrapped."""
         if self._chain is not None:
             if args:
@@ -247,7 +247,7 @@ def _model_name(name: str) -> str:
     return "".join(part.capitalize() for part in re.split(r"[_\-]+", name) if part) + "Args"
 
 
-def _check_name(name: str, func: Any) -> str:
+def _check_name(name: str, func: object) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ToolError(
             f"tool name {name!r} (from {func!r}) is not usable: 1-64 letters, digits, '_' or '-'; "
@@ -256,7 +256,7 @@ def _check_name(name: str, func: Any) -> str:
     return name
 
 
-def as_tool(value: Any) -> Tool:
+def as_tool(value: object) -> Tool:
     """A :class:`Tool` as is, or a plain function wrapped in one."""
     if isinstance(value, Tool):
         return value

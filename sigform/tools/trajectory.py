@@ -56,7 +56,7 @@ class Step:
     note: str | None = None  # feedback the agent gave the LM (unreadable reply, bad final answer)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "index": self.index,
             "thought": self.thought,
             "calls": [c.to_dict() for c in self.calls],

@@ -49,7 +49,7 @@ class TypeDescription:
     hint: str | None = None
 
 
-def describe_type(annotation: Any) -> TypeDescription:
+def describe_type(annotation: object) -> TypeDescription:
     """Describe ``annotation`` for a prompt. The schema is a fresh copy (built once, cached)."""
     return _describe(annotation)
 
@@ -65,7 +65,7 @@ _SIMPLE = {
 }
 
 
-def _describe(annotation: Any) -> TypeDescription:
+def _describe(annotation: object) -> TypeDescription:
     name = type_name(annotation)
     base, metadata = strip_annotated(annotation)
     base, optional = split_optional(base)
@@ -103,7 +103,7 @@ def _describe(annotation: Any) -> TypeDescription:
     return TypeDescription("json", name, optional, (), json_schema(annotation), constraints)
 
 
-def constraint_texts(metadata: tuple[Any, ...], base: Any) -> list[str]:
+def constraint_texts(metadata: tuple[Any, ...], base: object) -> list[str]:
     """Human texts for constraint metadata (annotated_types objects or pydantic ``FieldInfo``)."""
     out: list[str] = []
     unit = "characters" if base is str else "items"
@@ -130,7 +130,7 @@ def constraint_texts(metadata: tuple[Any, ...], base: Any) -> list[str]:
     return out
 
 
-def type_hint(annotation: Any) -> str | None:
+def type_hint(annotation: object) -> str | None:
     """A default English hint for the prompt: ``"True or False"``, ``"one of: ..."``, ...
 
     ``None`` for plain ``str`` (nothing needs saying), ``Any``, and custom types (``Image``,

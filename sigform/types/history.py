@@ -31,12 +31,12 @@ _ROLES = ("system", "user", "assistant", "tool")
 _TURN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content"})
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def _short(value: object, limit: int = 60) -> str:
     s = repr(value)
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
-def _arguments_json(args: Any, where: str) -> str:
+def _arguments_json(args: object, where: str) -> str:
     if isinstance(args, str):
         try:
             decoded = json.loads(args)
@@ -50,7 +50,7 @@ def _arguments_json(args: Any, where: str) -> str:
     raise ValueError(f"{where}: arguments must be a dict or a JSON object string, got {type(args).__name__}")
 
 
-def _normalise_call(call: Any, where: str) -> dict[str, Any]:
+def _normalise_call(call: object, where: str) -> dict[str, Any]:
     """One tool call in OpenAI message shape: {"id", "type": "function", "function": {...}}."""
     if is_dataclass(call) or isinstance(call, BaseModel):  # ToolCall / ToolCalls.Call
         source: Any = call  # both have .name (is_dataclass/isinstance only pick the shape)
@@ -78,7 +78,7 @@ def _normalise_call(call: Any, where: str) -> dict[str, Any]:
     }
 
 
-def _check_content(content: Any, where: str, *, required: bool) -> None:
+def _check_content(content: object, where: str, *, required: bool) -> None:
     if content is None:
         if required:
             raise ValueError(f"{where}: content is required")
@@ -95,7 +95,7 @@ def _check_content(content: Any, where: str, *, required: bool) -> None:
     )
 
 
-def _normalise_turn(turn: Any, index: int) -> dict[str, Any]:
+def _normalise_turn(turn: object, index: int) -> dict[str, Any]:
     where = f"History turn {index}"
     if not isinstance(turn, Mapping):
         raise ValueError(f"{where}: expected a chat message dict, got {type(turn).__name__}")
@@ -128,7 +128,7 @@ def _normalise_turn(turn: Any, index: int) -> dict[str, Any]:
     return out
 
 
-def _check_entry(entry: Any, index: int) -> dict[str, Any]:
+def _check_entry(entry: object, index: int) -> dict[str, Any]:
     if not isinstance(entry, Mapping):
         raise ValueError(
             f"History message {index}: expected a dict of field values, got {type(entry).__name__}"
@@ -189,7 +189,7 @@ class History(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _normalise(cls, value: Any) -> Any:
+    def _normalise(cls, value: object) -> Any:
         if not isinstance(value, Mapping):
             return value  # a History instance, or something pydantic rejects with its own error
         fields = dict(value)
@@ -224,7 +224,7 @@ class History(BaseModel):
         """The history, oldest first, as fresh dicts (safe to put into a request as they are)."""
         return [_copy_turn(m) for m in self.messages]
 
-    def add(self, *messages: Mapping[str, Any]) -> History:
+    def add(self, *messages: Mapping[str, object]) -> History:
         """A new History with ``messages`` appended (same form; validated again)."""
         combined = (*self.messages, *messages)
         return type(self).model_validate({"messages": combined, "raw_turns": self.raw_turns})
@@ -261,7 +261,7 @@ class History(BaseModel):
     # -- value-engine hooks (see sigform.types) -----------------------------------------------
 
     @classmethod
-    def __sigform_coerce__(cls, value: Any) -> History:
+    def __sigform_coerce__(cls, value: object) -> History:
         """Accept a History, its ``model_dump()`` dict, or a list of field-value dicts; never text
         (raw turns can carry content parts, which text must not be able to create)."""
         if isinstance(value, cls):

@@ -63,7 +63,7 @@ def strip_annotated(annotation: Any) -> tuple[Any, tuple[Any, ...]]:
             return annotation, metadata
 
 
-def origin_of(annotation: Any) -> Any:
+def origin_of(annotation: object) -> Any:
     """``typing.get_origin`` with ``X | Y`` reported as ``Union``."""
     origin = typing.get_origin(annotation)
     if origin in _UNION_ORIGINS:
@@ -73,17 +73,17 @@ def origin_of(annotation: Any) -> Any:
     return origin
 
 
-def args_of(annotation: Any) -> tuple[Any, ...]:
+def args_of(annotation: object) -> tuple[Any, ...]:
     """``typing.get_args``."""
     return typing.get_args(annotation)
 
 
-def is_union(annotation: Any) -> bool:
+def is_union(annotation: object) -> bool:
     """True for ``Union[...]``, ``Optional[...]`` and ``X | Y``."""
     return typing.get_origin(annotation) in _UNION_ORIGINS
 
 
-def split_optional(annotation: Any) -> tuple[Any, bool]:
+def split_optional(annotation: object) -> tuple[Any, bool]:
     """Return ``(annotation without None, allows_none)``; ``Optional[int]`` -> ``(int, True)``."""
     if not is_union(annotation):
         return annotation, annotation is None or annotation is NoneType
@@ -96,9 +96,9 @@ def split_optional(annotation: Any) -> tuple[Any, bool]:
     return Union[tuple(members)], True
 
 
-def literal_values(annotation: Any) -> tuple[Any, ...]:
+def literal_values(annotation: object) -> tuple[Any, ...]:
     """The allowed values of a (possibly nested) ``Literal``."""
-    out: list[Any] = []
+    out: list[object] = []
     for arg in typing.get_args(annotation):
         if origin_of(arg) is Literal:
             out.extend(literal_values(arg))
@@ -107,27 +107,27 @@ def literal_values(annotation: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def is_model_type(annotation: Any) -> bool:
+def is_model_type(annotation: object) -> bool:
     """True for a pydantic ``BaseModel`` subclass."""
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
-def is_dataclass_type(annotation: Any) -> bool:
+def is_dataclass_type(annotation: object) -> bool:
     """True for a dataclass class (stdlib or pydantic dataclass), not an instance."""
     return isinstance(annotation, type) and dataclasses.is_dataclass(annotation)
 
 
-def is_typeddict_type(annotation: Any) -> bool:
+def is_typeddict_type(annotation: object) -> bool:
     """True for a ``TypedDict`` class (typing or typing_extensions)."""
     return typing_extensions.is_typeddict(annotation)
 
 
-def is_enum_type(annotation: Any) -> bool:
+def is_enum_type(annotation: object) -> bool:
     """True for an ``Enum`` subclass."""
     return isinstance(annotation, type) and issubclass(annotation, enum.Enum)
 
 
-def cache_key(annotation: Any) -> Any:
+def cache_key(annotation: object) -> Any:
     """A dict key for ``annotation``; unhashable annotations are keyed by identity.
 
     Identity keys are only safe while the annotation lives, so callers that use them must keep

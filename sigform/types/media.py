@@ -59,7 +59,7 @@ class Media(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _validate(cls, value: Any, info: ValidationInfo) -> Any:
+    def _validate(cls, value: object, info: ValidationInfo) -> Any:
         # every way of building media (constructors, model_validate, a typed field) passes here
         if isinstance(value, str):
             article = "an" if cls.__name__[0] in "AEIOU" else "a"
@@ -137,7 +137,7 @@ class Media(BaseModel):
     # -- value-engine hooks (see sigform.types): media are structure, never text --------------
 
     @classmethod
-    def __sigform_coerce__(cls, value: Any) -> Media:
+    def __sigform_coerce__(cls, value: object) -> Media:
         """Accept an instance, or a dict as made by ``model_dump()``; never a string."""
         if isinstance(value, cls):
             return value
@@ -189,7 +189,7 @@ class Media(BaseModel):
 _SCALARS = (str, bytes, int, float, bool, type(None))
 
 
-def iter_media(value: Any, _depth: int = 0) -> Iterator[Media]:
+def iter_media(value: object, _depth: int = 0) -> Iterator[Media]:
     """Every :class:`Media` inside ``value`` (itself, or nested in lists, tuples, sets, dict
     values, pydantic models and dataclasses), in order -- for adapters that turn an input field's
     value into content parts."""
@@ -198,7 +198,7 @@ def iter_media(value: Any, _depth: int = 0) -> Iterator[Media]:
         return
     if isinstance(value, _SCALARS) or _depth > 64:
         return
-    items: Any
+    items: object
     if isinstance(value, (list, tuple, set, frozenset)):
         items = value
     elif isinstance(value, Mapping):

@@ -62,7 +62,7 @@ _MODULES: dict[str, dict[str, Any]] = {
 _BUILTIN_BY_OBJECT = {id(v): k for k, v in _BUILTIN_NAMES.items() if isinstance(v, type)}
 
 
-def type_name(annotation: Any) -> str:
+def type_name(annotation: object) -> str:
     """A short readable name: ``"list[Book]"``, ``"Literal['a', 'b']"``, ``"Optional[int]"``.
 
     ``Annotated`` metadata is left out (constraints are described separately); the result can be
@@ -97,13 +97,13 @@ def type_name(annotation: Any) -> str:
     return f"{base}[{', '.join(parts)}]"
 
 
-def _literal_repr(value: Any) -> str:
+def _literal_repr(value: object) -> str:
     if isinstance(value, enum.Enum):
         return f"{type(value).__name__}.{value.name}"
     return repr(value)
 
 
-def resolve_type_name(text: str, namespace: Mapping[str, Any] | None = None) -> Any:
+def resolve_type_name(text: str, namespace: Mapping[str, object] | None = None) -> Any:
     """Parse a type string such as ``"list[Book]"`` or ``"int | None"`` into an annotation.
 
     Safe: nothing is evaluated. Names resolve from ``namespace`` first, then builtins, typing
@@ -119,7 +119,7 @@ def resolve_type_name(text: str, namespace: Mapping[str, Any] | None = None) -> 
     return _Resolver(ns, text).visit(tree.body)
 
 
-def _unknown_name_hint(name: str, namespace: Mapping[str, Any]) -> str:
+def _unknown_name_hint(name: str, namespace: Mapping[str, object]) -> str:
     """A did-you-mean for a misspelt type name (your ``types=`` first), or how to pass a custom type."""
     known = [*_BUILTIN_NAMES, *SPECIAL_TYPE_NAMES, *(f"datetime.{n}" for n in _MODULES["datetime"])]
     for group in (list(namespace), known):
@@ -147,7 +147,7 @@ def _closest(name: str, candidates: list[str]) -> str | None:
 
 
 class _Resolver:
-    def __init__(self, namespace: Mapping[str, Any], text: str) -> None:
+    def __init__(self, namespace: Mapping[str, object], text: str) -> None:
         self.ns = namespace
         self.text = text
 

@@ -32,7 +32,7 @@ class Reasoning(str):
         return self
 
     @classmethod
-    def from_completion(cls, completion: Any) -> Reasoning | None:
+    def from_completion(cls, completion: object) -> Reasoning | None:
         """The native reasoning of a :class:`~sigform.lm.interface.Completion`, or ``None`` when
         the model returned none."""
         text = getattr(completion, "reasoning", None)
@@ -49,7 +49,7 @@ class Reasoning(str):
     # -- value-engine hooks (see sigform.types): reasoning is plain text ----------------------
 
     @classmethod
-    def __sigform_coerce__(cls, value: Any) -> Reasoning:
+    def __sigform_coerce__(cls, value: object) -> Reasoning:
         if isinstance(value, cls):
             return value
         if isinstance(value, str):
@@ -70,7 +70,7 @@ class Reasoning(str):
 
     @classmethod
     def __get_pydantic_core_schema__(
-        cls, source: Any, handler: GetCoreSchemaHandler
+        cls, source: object, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         # keep an existing Reasoning (and its ``native`` flag) as is; wrap any other string
         return core_schema.no_info_wrap_validator_function(
@@ -86,7 +86,7 @@ class Reasoning(str):
         return {"type": "string"}
 
 
-def _validate_reasoning(value: Any, validate: core_schema.ValidatorFunctionWrapHandler) -> Reasoning:
+def _validate_reasoning(value: object, validate: core_schema.ValidatorFunctionWrapHandler) -> Reasoning:
     return value if isinstance(value, Reasoning) else Reasoning(validate(value))
 
 

@@ -33,7 +33,7 @@ PROMPT_CONTEXT = {"sigform_prompt": True}
 _LINE_BREAKS = frozenset("\n\r")
 
 
-def render_value(value: Any, annotation: Any = None) -> str:
+def render_value(value: object, annotation: object = None) -> str:
     """Write ``value`` for a prompt; ``coerce(render_value(x, T), T) == x``."""
     if type(value) is str and (annotation is str or annotation is None):  # the common case, in short
         return plain_text(value)
@@ -66,7 +66,7 @@ _RULES: dict[int, tuple[Any, tuple[bool, bool]]] = {}
 _MAX_RULES = 4096
 
 
-def _annotation_rules(annotation: Any) -> tuple[bool, bool]:
+def _annotation_rules(annotation: object) -> tuple[bool, bool]:
     """``(numbered, ambiguous)``: whether lists of plain strings are written as numbered items, and
     whether a ``str`` value may read as another member (a Union, Any) and needs checking."""
     hit = _RULES.get(id(annotation))
@@ -81,17 +81,17 @@ def _annotation_rules(annotation: Any) -> tuple[bool, bool]:
     return rules
 
 
-def _hooked(value: Any) -> bool:
+def _hooked(value: object) -> bool:
     return getattr(type(value), "__sigform_render__", None) is not None
 
 
-def _fallback(value: Any) -> Any:
+def _fallback(value: object) -> Any:
     """How the JSON encoder writes a value it does not know: by its render hook, else ``str``."""
     hook = getattr(type(value), "__sigform_render__", None)
     return hook(value) if hook is not None else str(value)
 
 
-def _numbered_ok(annotation: Any) -> bool:
+def _numbered_ok(annotation: object) -> bool:
     """Numbered items only when the annotation says the items are plain ``str``."""
     base, _ = strip_annotated(annotation)
     base, _ = split_optional(base)
@@ -101,7 +101,7 @@ def _numbered_ok(annotation: Any) -> bool:
     return strip_annotated(args[0])[0] is str and (len(args) == 1 or args[1] is Ellipsis)
 
 
-def _render(value: Any, numbered: bool = True) -> str:
+def _render(value: object, numbered: bool = True) -> str:
     if value is None:
         return "None"
     if isinstance(value, str):
@@ -136,7 +136,7 @@ def _simple_item(item: str) -> bool:
     )
 
 
-def to_json(value: Any) -> str:
+def to_json(value: object) -> str:
     """One line of JSON for ``value`` (models by alias, enums by value, dates in ISO 8601)."""
     from pydantic_core import to_jsonable_python
 
@@ -146,7 +146,7 @@ def to_json(value: Any) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-def _disambiguate(value: str, text: str, annotation: Any) -> str:
+def _disambiguate(value: str, text: str, annotation: object) -> str:
     """In a Union (or Any) a bare string may read as another member: then write it as JSON."""
     from sigform.errors import FieldValueError
     from sigform.types.coercion import coerce

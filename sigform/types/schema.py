@@ -52,7 +52,7 @@ _STRICT_DROP = frozenset(
 )
 
 
-def json_schema(annotation: Any) -> dict[str, Any]:
+def json_schema(annotation: object) -> dict[str, Any]:
     """The compact JSON schema of ``annotation`` (a fresh copy of the cached schema)."""
     key = cache_key(annotation)
     hit = _CACHE.get(key)
@@ -67,7 +67,7 @@ def json_schema(annotation: Any) -> dict[str, Any]:
     return copy.deepcopy(hit[0])
 
 
-def _build(annotation: Any) -> dict[str, Any]:
+def _build(annotation: object) -> dict[str, Any]:
     from pydantic import TypeAdapter
 
     raw = probe(f"JSON schema of {annotation!r}", TypeAdapter(annotation).json_schema, None)
@@ -120,7 +120,7 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _refs(node: Any) -> set[str]:
+def _refs(node: object) -> set[str]:
     if isinstance(node, list):
         return set().union(*(_refs(v) for v in node)) if node else set()
     if not isinstance(node, dict):
@@ -194,7 +194,7 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _strict(node: Any) -> Any:
+def _strict(node: object) -> Any:
     if isinstance(node, list):
         return [_strict(v) for v in node]
     if not isinstance(node, dict):
@@ -206,7 +206,7 @@ def _strict(node: Any) -> Any:
         return _strict({**node["allOf"][0], **rest})
     out = {k: v for k, v in node.items() if k not in _STRICT_DROP}
     if "prefixItems" in node:
-        members: list[Any] = []
+        members: list[object] = []
         for m in node["prefixItems"]:
             if m not in members:
                 members.append(m)

@@ -38,7 +38,7 @@ _LIMITS = (
 _MAX_DEPTH = 8
 
 
-def type_shape(annotation: Any) -> str:
+def type_shape(annotation: object) -> str:
     """The shape of ``annotation`` (see the module docstring)."""
     schema = json_schema(annotation)
     return schema_shape(schema, schema.get("$defs", {}))
@@ -46,8 +46,8 @@ def type_shape(annotation: Any) -> str:
 
 def object_shape(fields: Sequence[tuple[str, Any, str]]) -> str:
     """The shape of an object with ``fields`` given as ``(name, annotation, description)``."""
-    defs: dict[str, Any] = {}
-    props: dict[str, Any] = {}
+    defs: dict[str, object] = {}
+    props: dict[str, object] = {}
     for name, annotation, desc in fields:
         schema = json_schema(annotation)
         defs.update(schema.pop("$defs", {}))
@@ -57,7 +57,9 @@ def object_shape(fields: Sequence[tuple[str, Any, str]]) -> str:
     return schema_shape({"type": "object", "properties": props, "required": list(props)}, defs)
 
 
-def schema_shape(schema: Mapping[str, Any], defs: Mapping[str, Any], indent: str = "", depth: int = 0) -> str:
+def schema_shape(
+    schema: Mapping[str, object], defs: Mapping[str, object], indent: str = "", depth: int = 0
+) -> str:
     """The shape of a JSON ``schema`` whose ``$ref`` point into ``defs``."""
     if depth > _MAX_DEPTH:
         return "object"
@@ -96,7 +98,7 @@ def schema_shape(schema: Mapping[str, Any], defs: Mapping[str, Any], indent: str
     return "any"
 
 
-def _wrapped(schema: Any, defs: Mapping[str, Any], indent: str, depth: int) -> str:
+def _wrapped(schema: object, defs: Mapping[str, object], indent: str, depth: int) -> str:
     if not isinstance(schema, Mapping):
         return "any"
     text = schema_shape(schema, defs, indent, depth + 1)

@@ -19,7 +19,7 @@ __all__ = ["ToolCalls"]
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 
-def _decode_args(args: Any, name: Any) -> Any:
+def _decode_args(args: object, name: object) -> Any:
     """JSON-object text -> dict; anything else is returned for pydantic to judge."""
     if not isinstance(args, str):
         return args
@@ -72,7 +72,7 @@ class ToolCalls(BaseModel):
 
         @model_validator(mode="before")
         @classmethod
-        def _accept_shapes(cls, value: Any) -> Any:
+        def _accept_shapes(cls, value: object) -> Any:
             if not isinstance(value, Mapping):
                 return value
             fields = dict(value)
@@ -100,7 +100,7 @@ class ToolCalls(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _accept_list(cls, value: Any) -> Any:
+    def _accept_list(cls, value: object) -> Any:
         if isinstance(value, (list, tuple)):
             return {"tool_calls": list(value)}
         return value
@@ -142,8 +142,8 @@ class ToolCalls(BaseModel):
         """A compact JSON schema (no ``$defs``) of ``{"tool_calls": [{"name", "args"}]}`` to put in
         a prompt. ``tools`` narrows it: tool names (``name`` becomes an enum) or a mapping of
         tool name to its arguments' JSON schema (one alternative per tool)."""
-        call: dict[str, Any]
-        generic_args: dict[str, Any] = {"type": "object", "description": "arguments of the call"}
+        call: dict[str, object]
+        generic_args: dict[str, object] = {"type": "object", "description": "arguments of the call"}
         if tools is None:
             call = _call_schema({"type": "string", "description": "name of the tool to call"}, generic_args)
         elif isinstance(tools, Mapping):
@@ -160,7 +160,7 @@ class ToolCalls(BaseModel):
         }
 
     @classmethod
-    def __sigform_coerce__(cls, value: Any) -> ToolCalls:
+    def __sigform_coerce__(cls, value: object) -> ToolCalls:
         """Value-engine hook: JSON text (optionally in a code fence), a list of calls or a dict.
         Text that is not JSON is an error, not an empty list."""
         if isinstance(value, cls):
@@ -180,7 +180,7 @@ class ToolCalls(BaseModel):
         return f"ToolCalls({self.tool_calls!r})"
 
 
-def _call_schema(name: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+def _call_schema(name: Mapping[str, object], args: Mapping[str, object]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {"name": name, "args": args},

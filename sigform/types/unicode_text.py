@@ -9,7 +9,7 @@ from typing import Any
 
 __all__ = ["lone_surrogate"]
 
-def lone_surrogate(value: Any) -> str | None:
+def lone_surrogate(value: object) -> str | None:
     """Where a lone surrogate (``\\ud800``-``\\udfff``, not encodable as UTF-8) sits in ``value``:
     its strings, and those of lists, dicts and pydantic models inside it, at any depth (a
     container seen twice, as in a cycle, is walked once); ``None`` if nowhere."""

@@ -193,5 +193,5 @@ class AnthropicFake(FakeProvider):
         return [("request-id", self._request_id()), ("anthropic-organization-id", "loopback-org")]
 
 
-def _event(kind: str, **fields: Any) -> bytes:
+def _event(kind: str, **fields: object) -> bytes:
     return sse({"type": kind, **fields}, event=kind)

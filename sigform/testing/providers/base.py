@@ -33,7 +33,7 @@ Responder = Callable[[RecordedRequest], Union[Script, Awaitable[Script]]]
 SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 
 
-def sse(data: Any, event: str | None = None) -> bytes:
+def sse(data: object, event: str | None = None) -> bytes:
     """One server-sent event: optional ``event:`` line, a ``data:`` line, a blank line."""
     payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     head = f"event: {event}\n" if event else ""

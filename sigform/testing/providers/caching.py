@@ -28,7 +28,7 @@ from sigform.testing.providers.server import RecordedRequest
 __all__ = ["PromptCacheBilling"]
 
 
-def _tokens(block: Any) -> int:
+def _tokens(block: object) -> int:
     return math.ceil(len(json.dumps(block, sort_keys=True, separators=(",", ":"))) / 4)
 
 

@@ -85,7 +85,7 @@ class CohereFake(FakeProvider):
 
     def render(self, replies: list[Reply], request: RecordedRequest, model: str) -> Any:
         reply = replies[0]
-        message: dict[str, Any] = {"role": "assistant"}
+        message: dict[str, object] = {"role": "assistant"}
         content = self._content(reply)
         if content:
             message["content"] = content
@@ -130,5 +130,5 @@ class CohereFake(FakeProvider):
         return {"id": str(uuid.uuid4()), "message": error.message}
 
 
-def _event(kind: str, **fields: Any) -> bytes:
+def _event(kind: str, **fields: object) -> bytes:
     return sse({"type": kind, **fields}, event=kind)

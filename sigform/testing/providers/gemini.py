@@ -99,7 +99,7 @@ class GeminiFake(FakeProvider):
         if reply.text or not reply.tool_calls:
             answer.append({"text": reply.text})
         for call in reply.tool_calls:
-            function: dict[str, Any] = {"name": call.name, "args": arguments_object(call, self.provider)}
+            function: dict[str, object] = {"name": call.name, "args": arguments_object(call, self.provider)}
             if call.id is not None:
                 function["id"] = call.id
             answer.append({"functionCall": function})
@@ -116,7 +116,7 @@ class GeminiFake(FakeProvider):
             return {"promptTokenCount": prompt, "totalTokenCount": prompt, "promptTokensDetails": details}
         thoughts = sum(r.usage.reasoning_tokens for r in replies)
         candidates = sum(r.usage.completion_tokens for r in replies) - thoughts
-        usage: dict[str, Any] = {
+        usage: dict[str, object] = {
             "promptTokenCount": prompt,
             "candidatesTokenCount": candidates,
             "totalTokenCount": prompt + candidates + thoughts,
@@ -163,7 +163,7 @@ class GeminiFake(FakeProvider):
                         extra.pop("thoughtSignature", None)
             last = len(split) - 1
             for j, part in enumerate(split):
-                candidate: dict[str, Any] = {"content": {"parts": [part], "role": "model"}, "index": i}
+                candidate: dict[str, object] = {"content": {"parts": [part], "role": "model"}, "index": i}
                 done = j == last and i == len(replies) - 1
                 if j == last:
                     candidate["finishReason"] = _FINISH[reply.stop]
@@ -185,7 +185,7 @@ class GeminiFake(FakeProvider):
 
     def error_payload(self, error: ErrorReply) -> Any:
         status = _STATUS.get(error.status, "INTERNAL" if error.status >= 500 else "FAILED_PRECONDITION")
-        payload: dict[str, Any] = {"code": error.status, "message": error.message, "status": status}
+        payload: dict[str, object] = {"code": error.status, "message": error.message, "status": status}
         if error.retry_after is not None:
             delay = f"{error.retry_after:g}s"
             payload["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}]

@@ -64,10 +64,10 @@ class MistralFake(OpenAIChatFake):
         return {"type": "thinking", "thinking": [{"type": "text", "text": text}]}
 
     def message(self, reply: Reply) -> dict[str, Any]:
-        content: Any = reply.text if reply.text or not reply.tool_calls else None
+        content: object = reply.text if reply.text or not reply.tool_calls else None
         if reply.reasoning is not None:
             content = [self._thinking(reply.reasoning), {"type": "text", "text": reply.text}]
-        message: dict[str, Any] = {"role": "assistant", "content": content, "prefix": False}
+        message: dict[str, object] = {"role": "assistant", "content": content, "prefix": False}
         if reply.tool_calls:
             message["tool_calls"] = [
                 {
@@ -91,7 +91,7 @@ class MistralFake(OpenAIChatFake):
             yield {"content": "", "tool_calls": self.message(reply)["tool_calls"]}
 
     def stream_events(self, replies: list[Reply], request: RecordedRequest, model: str) -> Iterable[bytes]:
-        envelope: dict[str, Any] = {"id": self.make_id("", 32, "0123456789abcdef")}
+        envelope: dict[str, object] = {"id": self.make_id("", 32, "0123456789abcdef")}
         envelope["object"] = "chat.completion.chunk"
         envelope |= {"created": self.now(), "model": model}
         for i, reply in enumerate(replies):

@@ -112,7 +112,7 @@ class OpenAIChatFake(FakeProvider):
     # -- non-streamed ----------------------------------------------------------------------
     def message(self, reply: Reply) -> dict[str, Any]:
         self._check_reasoning(reply)
-        message: dict[str, Any] = {
+        message: dict[str, object] = {
             "role": "assistant",
             "content": reply.text if reply.text or not reply.tool_calls else None,
             "refusal": None,
@@ -144,7 +144,11 @@ class OpenAIChatFake(FakeProvider):
     def deltas(self, reply: Reply) -> Iterator[dict[str, Any]]:
         """The ``delta`` objects of one candidate, in order (the finish chunk excluded)."""
         self._check_reasoning(reply)
-        first: dict[str, Any] = {"role": "assistant", "content": "" if reply.text else None, "refusal": None}
+        first: dict[str, object] = {
+            "role": "assistant",
+            "content": "" if reply.text else None,
+            "refusal": None,
+        }
         yield first
         if reply.reasoning is not None and self.reasoning_field:
             for piece in pieces(reply.reasoning, reply.chunk_chars):

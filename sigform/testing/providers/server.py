@@ -72,7 +72,7 @@ class Response:
     stream: AsyncIterable[bytes] | Iterable[bytes] | None = None
 
     @classmethod
-    def json(cls, payload: Any, status: int = 200, headers: Iterable[tuple[str, str]] = ()) -> Response:
+    def json(cls, payload: object, status: int = 200, headers: Iterable[tuple[str, str]] = ()) -> Response:
         """A JSON response."""
         body = json.dumps(payload, separators=(",", ":")).encode()
         return cls(status, [("content-type", "application/json"), *headers], body)

@@ -29,7 +29,7 @@ __all__ = ["FieldCoercer", "coerce", "coerce_fields", "field_error", "key_norm"]
 _RERAISE_INTERNAL = False
 
 
-def coerce(value: Any, annotation: Any, *, field: str = "value") -> Any:
+def coerce(value: object, annotation: object, *, field: str = "value") -> Any:
     """Return ``value`` (LM text or a parsed JSON value) as a valid value of ``annotation``.
 
     ``field`` names the field in errors and drives field-name rules (``$`` only on ``*_usd``
@@ -47,7 +47,7 @@ def coerce(value: Any, annotation: Any, *, field: str = "value") -> Any:
         ) from None
 
 
-def _coerce(value: Any, annotation: Any, field: str) -> Any:
+def _coerce(value: object, annotation: object, field: str) -> Any:
     node = plan_for(annotation)
     out = node.convert(value, field, True)
     if node.needs_validation:
@@ -58,7 +58,7 @@ def _coerce(value: Any, annotation: Any, field: str) -> Any:
     return out
 
 
-def _refuse_lone_surrogate(out: Any) -> None:
+def _refuse_lone_surrogate(out: object) -> None:
     """An answer holding text that is not valid Unicode is damaged, as an input with one is
     refused: never passed on (it fails later, far away, when written as UTF-8)."""
     where = lone_surrogate(out)
@@ -69,7 +69,7 @@ def _refuse_lone_surrogate(out: Any) -> None:
         )
 
 
-def field_error(field: str, annotation: Any, value: Any, exc: BaseException) -> FieldError:
+def field_error(field: str, annotation: object, value: object, exc: BaseException) -> FieldError:
     """The :class:`FieldError` describing ``exc`` raised while reading ``value`` for ``field``."""
     if isinstance(exc, Invalid):
         where = exc.where()
@@ -88,13 +88,13 @@ def field_error(field: str, annotation: Any, value: Any, exc: BaseException) -> 
     return FieldError(field=field, expected=expected, seen=seen, message=message)
 
 
-def coerce_fields(values: dict[str, Any], annotations: dict[str, Any]) -> dict[str, Any]:
+def coerce_fields(values: Mapping[str, object], annotations: Mapping[str, object]) -> dict[str, Any]:
     """Coerce several fields; raise ONE :class:`FieldValueError` listing every failing field.
 
     ``values`` and ``annotations`` are keyed by field name; a field missing from ``values`` is
     reported as missing. The result follows the order of ``annotations``.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     errors: list[FieldError] = []
     for name, annotation in annotations.items():
         if name not in values:
@@ -123,7 +123,7 @@ class FieldCoercer:
 
     __slots__ = ("_steps", "annotations")
 
-    def __init__(self, annotations: Mapping[str, Any]) -> None:
+    def __init__(self, annotations: Mapping[str, object]) -> None:
         self.annotations = dict(annotations)
         steps = []
         for name, annotation in self.annotations.items():
@@ -132,9 +132,9 @@ class FieldCoercer:
             steps.append((name, node.convert, adapter))
         self._steps = tuple(steps)
 
-    def try_convert(self, values: Mapping[str, Any]) -> dict[str, Any] | None:
+    def try_convert(self, values: Mapping[str, object]) -> dict[str, Any] | None:
         """The coerced values, or ``None`` when a field is missing or fails (no error built)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         try:
             for name, convert, adapter in self._steps:
                 value = convert(values[name], name, True)
@@ -144,10 +144,10 @@ class FieldCoercer:
             return None
         return out
 
-    def __call__(self, values: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, values: Mapping[str, object]) -> dict[str, Any]:
         out = self.try_convert(values)
         return coerce_fields(values, self.annotations) if out is None else out
 
 
-def _safe_name(annotation: Any) -> str:
+def _safe_name(annotation: object) -> str:
     return probe("type name", lambda: type_name(annotation), repr(annotation))

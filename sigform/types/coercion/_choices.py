@@ -30,7 +30,7 @@ def _loose(text: str) -> str:
     return _SEP.sub(" ", text.casefold()).strip()
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     """Equal and of the same kind: ``True`` is not ``1``, ``1`` is not ``1.0`` for a choice."""
     return type(a) is type(b) and a == b
 
@@ -89,7 +89,7 @@ class _ChoiceNode(Node):
             )
         return hit
 
-    def _convert_wrapped(self, value: Any, name: str) -> Any:
+    def _convert_wrapped(self, value: object, name: str) -> Any:
         """Last resort: a single value wrapped in a one-item container; else a clear refusal."""
         ok, inner = unwrap_single(value, name)
         if ok and not isinstance(inner, (dict, list)):
@@ -98,7 +98,7 @@ class _ChoiceNode(Node):
             raise Invalid(f"expected one of: {self.allowed()}; got {describe_seen(value)}")
         raise Invalid(f"{value!r} is not one of: {self.allowed()}")
 
-    def _text_fit(self, value: Any) -> float:
+    def _text_fit(self, value: object) -> float:
         return 1.5 if isinstance(value, str) and self.tiers[0].get(value.strip()) else 0.0
 
 
@@ -108,7 +108,7 @@ _MISSING = object()
 class LiteralNode(_ChoiceNode):
     """One of the Literal's values; text matched by the tiers above."""
 
-    def __init__(self, annotation: Any, choices: tuple[Any, ...]) -> None:
+    def __init__(self, annotation: object, choices: tuple[Any, ...]) -> None:
         super().__init__(annotation)
         self.choices = choices
         self._index()
@@ -133,7 +133,7 @@ class LiteralNode(_ChoiceNode):
                 out.append((c, [str(c)]))
         return out
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         for c in self.choices:
             if _same(value, c):
                 return c
@@ -149,7 +149,7 @@ class LiteralNode(_ChoiceNode):
                 return hit
         return self._convert_wrapped(value, name)
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if any(_same(value, c) for c in self.choices):
             return 2.0
         return self._text_fit(value)
@@ -192,7 +192,7 @@ class EnumNode(_ChoiceNode):
             hit = self.by_value.get((int, int(text)), _MISSING)
         return hit
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         if isinstance(value, self.annotation):
             return value
         if not isinstance(value, (str, bool, dict, list)):
@@ -210,7 +210,7 @@ class EnumNode(_ChoiceNode):
             return self._convert_text(value, name)
         return self._convert_wrapped(value, name)
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if isinstance(value, self.annotation):
             return 3.0
         if not isinstance(value, (str, bool, dict, list)):

@@ -155,7 +155,7 @@ def _record_items(text: str) -> list[str] | None:
     return [head + ("\n" + textwrap.dedent("\n".join(rest)) if rest else "") for head, rest in items]
 
 
-def _convert_item(node: Node, value: Any, name: str, text: bool) -> Any:
+def _convert_item(node: Node, value: object, name: str, text: bool) -> Any:
     """An item (or dict value) of a collection read from text: a bare ``null`` / ``None`` is no
     value, as JSON's null is; an Optional item reads it as None (its own rule), text refuses it
     (``- null`` was read as the string ``'null'``)."""
@@ -193,7 +193,7 @@ def _split_key(line: str, start: int) -> tuple[str, str] | None:
 class SeqNode(Node):
     """list, set, frozenset, Sequence or ``tuple[X, ...]`` of one item type."""
 
-    def __init__(self, annotation: Any, item: Any, build: type) -> None:
+    def __init__(self, annotation: object, item: object, build: type) -> None:
         super().__init__(annotation)
         self.item_annotation = item
         self.build = build
@@ -208,7 +208,7 @@ class SeqNode(Node):
     def needs_validation(self) -> bool:  # type: ignore[override]
         return self.item_node().needs_validation
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         item = self.item_node()
         if isinstance(value, str):
             s = strip_fence(value.strip())
@@ -258,7 +258,7 @@ class SeqNode(Node):
         except TypeError:
             raise Invalid("the items cannot be collected into a set (unhashable)") from None
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if isinstance(value, (list, tuple, set, frozenset)):
             return 2.0
         if isinstance(value, str) and value.strip()[:1] == "[":
@@ -269,7 +269,7 @@ class SeqNode(Node):
 class TupleNode(Node):
     """``tuple[A, B, C]``: exactly that many items, each read by its own type."""
 
-    def __init__(self, annotation: Any, items: tuple[Any, ...]) -> None:
+    def __init__(self, annotation: object, items: tuple[Any, ...]) -> None:
         super().__init__(annotation)
         self.item_annotations = items
         self.items: list[Node] | None = None
@@ -283,7 +283,7 @@ class TupleNode(Node):
     def needs_validation(self) -> bool:  # type: ignore[override]
         return any(n.needs_validation for n in self.item_nodes())
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         nodes = self.item_nodes()
         as_text = False
         if isinstance(value, str):
@@ -310,7 +310,7 @@ class TupleNode(Node):
                 raise exc.at(i) from None
         return tuple(out)
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if isinstance(value, (list, tuple)) and len(value) == len(self.item_annotations):
             return 2.0
         return 0.0
@@ -320,7 +320,7 @@ class DictNode(Node):
     """``dict[K, V]``: a JSON object, ``key: value`` lines, or ``[{"key": k, "value": v}, ...]``
     (the strict structured-output form of an open dict)."""
 
-    def __init__(self, annotation: Any, key: Any, value: Any) -> None:
+    def __init__(self, annotation: object, key: object, value: object) -> None:
         super().__init__(annotation)
         self.key_annotation = key
         self.value_annotation = value
@@ -336,7 +336,7 @@ class DictNode(Node):
         k, v = self.kv_nodes()
         return k.needs_validation or v.needs_validation
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         if isinstance(value, str):
             s = strip_fence(value.strip())
             if s[:1] in ("{", "["):
@@ -396,7 +396,7 @@ class DictNode(Node):
                 raise Invalid(f"key {k!r} is not hashable") from None
         return out
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if isinstance(value, dict):
             return 1.0
         if isinstance(value, str) and value.strip()[:1] == "{":

@@ -52,24 +52,24 @@ class AnnotatedNode(Node):
 
     needs_validation = True
 
-    def __init__(self, annotation: Any, inner: Node, currency: str | None = None) -> None:
+    def __init__(self, annotation: object, inner: Node, currency: str | None = None) -> None:
         super().__init__(annotation)
         self.inner = inner
         self.currency = currency  # the currency the field's description gives (numbers only)
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         if self.currency is not None:
             name = CurrencyField(name, self.currency, percent=percent_allowed(name))
         return self.inner.convert(value, name, text)
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         return self.inner.fit(value, text)
 
     def __getattr__(self, item: str) -> Any:  # is_record etc. come from the inner node
         return getattr(self.inner, item)
 
 
-def compile_node(annotation: Any) -> Node:
+def compile_node(annotation: object) -> Node:
     base, metadata = strip_annotated(annotation)
     if metadata:
         currency = next((m for m in metadata if isinstance(m, DescribedCurrency)), None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections.abc as cabc
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Union
+from typing import Union
 
 from sigform.types.coercion._numbers import (
     CurrencyField,
@@ -32,7 +32,7 @@ _ITEMS = {
 _DICTS = {dict, cabc.Mapping, cabc.MutableMapping}
 
 
-def holds_numbers(annotation: Any) -> bool:
+def holds_numbers(annotation: object) -> bool:
     """Whether the number parser reads some value of ``annotation`` outside a nested record."""
     base = strip_annotated(annotation)[0]
     if base is int or base is float or (isinstance(base, type) and issubclass(base, Decimal)):
@@ -46,7 +46,7 @@ def holds_numbers(annotation: Any) -> bool:
     return False
 
 
-def described_currency_for(annotation: Any, desc: str | None) -> DescribedCurrency | None:
+def described_currency_for(annotation: object, desc: str | None) -> DescribedCurrency | None:
     """The currency ``desc`` names, for an annotation holding numbers; else ``None``."""
     if not desc or not holds_numbers(annotation):
         return None
@@ -54,7 +54,7 @@ def described_currency_for(annotation: Any, desc: str | None) -> DescribedCurren
     return None if code is None else DescribedCurrency(code)
 
 
-def with_described_currency(name: str, annotation: Any, desc: str | None) -> str:
+def with_described_currency(name: str, annotation: object, desc: str | None) -> str:
     """``name``, carrying the currency ``desc`` names when ``annotation`` holds numbers."""
     code = described_currency_for(annotation, desc)
     return name if code is None else CurrencyField(name, str(code))

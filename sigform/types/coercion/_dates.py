@@ -83,7 +83,7 @@ def read_date(text: str) -> dt.date | None:
 class DateNode(TextParsedNode):
     """``datetime.date``: the forms of :func:`read_date`, else the text goes to pydantic."""
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         out = super().convert(value, name, text)
         if isinstance(out, str):
             found = read_date(out)

@@ -48,10 +48,10 @@ class Node:
     def __init__(self, annotation: Any) -> None:
         self.annotation = annotation
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         raise NotImplementedError
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         """How natural ``value`` is for this type (unions pick the best-fitting member)."""
         return 0.0
 
@@ -68,7 +68,7 @@ def accepts_none(node: Node) -> bool:
     return bool(getattr(node, "allows_none", False)) or type(node).__name__ in ("NoneNode", "AnyNode")
 
 
-def plan_for(annotation: Any) -> Node:
+def plan_for(annotation: object) -> Node:
     """The cached converter tree for ``annotation``."""
     key = cache_key(annotation)
     hit = _PLANS.get(key)
@@ -84,7 +84,7 @@ def plan_for(annotation: Any) -> Node:
         return _PLANS.setdefault(key, (node, annotation))[0]
 
 
-def adapter_for(annotation: Any) -> Any:
+def adapter_for(annotation: object) -> Any:
     """A cached pydantic ``TypeAdapter`` for ``annotation``, or ``None`` if pydantic cannot build one."""
     key = cache_key(annotation)
     hit = _ADAPTERS.get(key)
@@ -93,7 +93,7 @@ def adapter_for(annotation: Any) -> Any:
     from pydantic import TypeAdapter
 
     # None e.g. for typing.TypedDict on Python < 3.12: our own conversion is then final
-    adapter: Any = probe(f"pydantic validator of {annotation!r}", lambda: TypeAdapter(annotation), None)
+    adapter: object = probe(f"pydantic validator of {annotation!r}", lambda: TypeAdapter(annotation), None)
     with _LOCK:
         if len(_ADAPTERS) >= _MAX_CACHE:
             _ADAPTERS.clear()

@@ -20,7 +20,6 @@ linear scan (json-repair itself only runs on bounded text, see ``MAX_REPAIR_CHAR
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import regex
 
@@ -135,7 +134,7 @@ def _bare(token: str, before: str, source: Source) -> str | None:
     return None
 
 
-def check_repair(value: Any, source: Source) -> None:
+def check_repair(value: object, source: Source) -> None:
     """Raise :class:`Invalid` when the repaired ``value`` lost a word or a number of ``source``."""
     words: set[str] = set()
     numbers: set[float] = set()

@@ -30,7 +30,7 @@ _TRUE = frozenset({"true", "yes"})
 _FALSE = frozenset({"false", "no"})
 
 
-def describe_seen(value: Any) -> str:
+def describe_seen(value: object) -> str:
     """A few words naming what kind of value was seen."""
     if isinstance(value, bool):
         return "a boolean"
@@ -45,7 +45,7 @@ def describe_seen(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def unwrap_single(value: Any, name: str) -> tuple[bool, Any]:
+def unwrap_single(value: object, name: str) -> tuple[bool, Any]:
     """Unwrap a single value from ``{"answer": x}`` (key = field name or a wrapper word) or ``[x]``."""
     if isinstance(value, dict) and len(value) == 1:
         ((key, inner),) = value.items()
@@ -74,7 +74,7 @@ class StrNode(Node):
     """Text. Free text is stripped and a complete JSON string literal is unwrapped;
     numbers are accepted as their digits; objects, lists and booleans are errors."""
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         if isinstance(value, str):
             if not text:
                 return value
@@ -94,7 +94,7 @@ class StrNode(Node):
             return inner
         raise Invalid(f"expected text, got {describe_seen(value)}")
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if isinstance(value, str):
             if not text:
                 return 2.0
@@ -106,7 +106,7 @@ class StrNode(Node):
 class BoolNode(Node):
     """``true/false/yes/no`` in any case, quoted or in backticks; nothing else."""
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         if isinstance(value, bool):
             return value
         if isinstance(value, str):
@@ -126,7 +126,7 @@ class BoolNode(Node):
             return self.convert(inner, name, False)
         raise Invalid(f"expected true or false, got {describe_seen(value)}")
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if isinstance(value, bool):
             return 2.0
         if isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -139,7 +139,7 @@ class IntNode(Node):
 
     integer = True
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         if type(value) is int:
             return self._finish(value)
         if isinstance(value, bool):
@@ -173,7 +173,7 @@ class IntNode(Node):
     def _finish(self, value: int | float) -> Any:
         return value
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if type(value) is int:
             return 2.0
         if isinstance(value, str) and INT_TEXT.fullmatch(value.strip()):
@@ -194,7 +194,7 @@ class FloatNode(IntNode):
     def _finish(self, value: int | float) -> Any:
         return float(value)
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if type(value) is float:
             return 2.0
         if type(value) is int:
@@ -214,7 +214,7 @@ class FloatNode(IntNode):
 class NoneNode(Node):
     """``None``: JSON null, or the words None/null (any case), or empty text."""
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         if value is None:
             return None
         if isinstance(value, str):
@@ -224,14 +224,14 @@ class NoneNode(Node):
             raise Invalid(f"{cleaned[:40]!r} is not None/null")
         raise Invalid(f"expected null, got {describe_seen(value)}")
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         return 2.0 if value is None else 1.0
 
 
 class AnyNode(Node):
     """``Any``: parsed JSON stays as is; text that is a JSON object/list is parsed."""
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         if isinstance(value, str) and text:
             s = strip_fence(value.strip())
             if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
@@ -254,11 +254,11 @@ class TextParsedNode(Node):
 
     needs_validation = True
 
-    def __init__(self, annotation: Any, accept_numbers: bool = False) -> None:
+    def __init__(self, annotation: object, accept_numbers: bool = False) -> None:
         super().__init__(annotation)
         self.accept_numbers = accept_numbers
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         if isinstance(value, str):
             cleaned, inner = _scalar_text(value, name, self)
             if cleaned is None:
@@ -277,7 +277,7 @@ class TextParsedNode(Node):
             return self.convert(inner, name, False)
         return value
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if isinstance(value, self.annotation):
             return 2.0
         return 1.0 if isinstance(value, str) else 0.0
@@ -288,10 +288,10 @@ class DecimalNode(TextParsedNode):
     thousands, a currency mark unless it contradicts the field's currency, ``%`` on ``*_percent``
     fields), exactly (``$0.10`` -> ``Decimal("0.10")``); other text goes to pydantic as before."""
 
-    def __init__(self, annotation: Any) -> None:
+    def __init__(self, annotation: object) -> None:
         super().__init__(annotation, accept_numbers=True)
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         out = super().convert(value, name, text)
         if isinstance(out, str):
             number = parse_decimal(out, name)
@@ -305,7 +305,7 @@ class HookNode(Node):
 
     needs_validation = False
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         try:
             return self.annotation.__sigform_coerce__(value)
         except Invalid:
@@ -313,5 +313,5 @@ class HookNode(Node):
         except (ValueError, TypeError) as exc:
             raise Invalid(str(exc) or f"not a valid {self.annotation.__name__}") from None
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         return 2.0 if isinstance(value, self.annotation) else 0.5

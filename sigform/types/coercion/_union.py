@@ -37,7 +37,7 @@ def pydantic_message(exc: ValidationError, limit: int = 3) -> str:
 class UnionNode(Node):
     """``Union[...]`` / ``Optional[...]`` / ``X | Y``."""
 
-    def __init__(self, annotation: Any, members: tuple[Any, ...], allows_none: bool) -> None:
+    def __init__(self, annotation: object, members: tuple[Any, ...], allows_none: bool) -> None:
         super().__init__(annotation)
         self.member_annotations = members
         self.allows_none = allows_none
@@ -52,7 +52,7 @@ class UnionNode(Node):
     def needs_validation(self) -> bool:  # type: ignore[override]
         return any(n.needs_validation for n in self.nodes())
 
-    def _member(self, i: int, value: Any, name: str, text: bool) -> Any:
+    def _member(self, i: int, value: object, name: str, text: bool) -> Any:
         node = self.nodes()[i]
         out = node.convert(value, name, text)
         if node.needs_validation:
@@ -64,7 +64,7 @@ class UnionNode(Node):
                     raise Invalid(pydantic_message(exc)) from None
         return out
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> Any:
         if self.allows_none:
             if value is None:
                 return None
@@ -85,7 +85,7 @@ class UnionNode(Node):
             not cleaned and not any(isinstance(n, StrNode) for n in self.nodes())
         )
 
-    def _pick(self, value: Any, name: str, text: bool) -> Any:
+    def _pick(self, value: object, name: str, text: bool) -> Any:
         nodes = self.nodes()
         if len(nodes) == 1:
             return self._member(0, value, name, text)
@@ -113,7 +113,7 @@ class UnionNode(Node):
         names = ", ".join(type_name(self.member_annotations[f[1]]) for f in top)
         raise Invalid(f"the value is ambiguous: it reads as each of {names}")
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if value is None and self.allows_none:
             return 2.0
         return max((n.fit(value, text) for n in self.nodes()), default=0.0)
