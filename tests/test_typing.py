@@ -122,3 +122,13 @@ def test_public_names_are_listed_for_type_checkers():
     imports = [node for node in block.body if isinstance(node, ast.ImportFrom)]
     imported = {alias.name: node.module for node in imports for alias in node.names}
     assert imported == exports  # every public name, from the module that serves it at run time
+
+
+def test_the_any_density_is_measured(capsys):
+    # printed for the record (pytest -s shows it); the figure is a target, not a gate
+    from benchmarks.any_density import any_density, main
+
+    count, lines, density = any_density()
+    assert 0 < count < lines and density == 1000 * count / lines
+    main()
+    assert "per 1,000 lines" in capsys.readouterr().out
