@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from sigform.lm.interface import LMProtocol
     from sigform.tools.approval import Approver
 
-__all__ = ["Settings", "configure", "context", "current_settings", "get_setting"]
+__all__ = ["Settings", "check_component", "configure", "context", "current_settings", "get_setting"]
 
 
 class Settings(TypedDict, total=False):
@@ -106,7 +106,30 @@ def _checked(settings: Mapping[str, object], where: str) -> Mapping[str, object]
             f"are {', '.join(f'`{n}`' for n in Settings.__annotations__)}. A request option (temperature, "
             "max_tokens, ...) goes to the LM (sf.LM(model, temperature=0)) or a program's config={...}"
         )
+    for name, value in settings.items():
+        check_component(name, value, where)
     return settings
+
+
+# what an ``lm`` or ``adapter`` value must have, and how to write one
+_COMPONENTS = {
+    "lm": ("supports", "an LM, e.g. lm=sf.LM('openai/gpt-4o-mini')"),
+    "adapter": ("run_call", "an adapter instance, e.g. adapter=sf.JSONAdapter()"),
+}
+
+
+def check_component(name: str, value: object, where: str) -> None:
+    """A clear error for an ``lm`` / ``adapter`` value that cannot be one: a model's name, an
+    adapter's name or class (each failed later, far away, as ``'str' object has no attribute
+    'supports'`` or a missing argument of ``run_call``)."""
+    if value is None or name not in _COMPONENTS:
+        return
+    attribute, example = _COMPONENTS[name]
+    if isinstance(value, type) or not hasattr(value, attribute):
+        what = f"{type(value).__name__} {value!r}"
+        if isinstance(value, type):
+            what = f"the class {value.__name__}"
+        raise ParameterError(f"{where}: {name}= takes {example}; got {what[:80]}")
 
 
 def configure(**settings: Unpack[Settings]) -> None:

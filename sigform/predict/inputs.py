@@ -242,15 +242,21 @@ def _option_problem(owner: type, name: str, value: Any) -> str | None:
 
     from sigform.lm.credentials import CONNECTION_SETTINGS, is_secret_name
 
-    # per-call credentials and connection settings are the LM's to resolve (values may be
-    # callables or env:/cmd: references)
-    if _is_lm_setting(name) or name in CONNECTION_SETTINGS or is_secret_name(name):
-        return None
-    if name in ("extra_headers", "rollout_id"):
+    settings = _lm_settings()
+    if name in settings:
         return None
     close = difflib.get_close_matches(name, _init_parameters(owner), n=1, cutoff=0.75)
     if close:
         return f"did you mean `{close[0]}=`?"
+    # a misspelled request setting (`temprature`, `max_token`: a secret's name otherwise), close
+    # enough that no provider's own name is taken for one (`top_k` is not `top_p`)
+    close = difflib.get_close_matches(name, sorted(settings), n=1, cutoff=0.9)
+    if close:
+        return f"did you mean `{close[0]}`?"
+    # per-call credentials and connection settings are the LM's to resolve (values may be
+    # callables or env:/cmd: references)
+    if name in CONNECTION_SETTINGS or is_secret_name(name) or name in ("extra_headers", "rollout_id"):
+        return None
     if name in _LM_OWN:
         return f"`{name}` belongs to the LM: pass lm=sf.LM(...) with it"
     if not _is_json_value(value):
@@ -288,7 +294,11 @@ def _init_parameters(owner: type) -> list[str]:
 def _is_lm_setting(name: str) -> bool:
     """Whether ``name`` is a request parameter or one of sigform's per-call LM options: what
     ``config=`` takes (only this error path imports them)."""
+    return name in _lm_settings()
+
+
+def _lm_settings() -> frozenset[str]:
     from sigform.lm.model import _CONTROL
     from sigform.lm.params import BASE_SPECS
 
-    return name in BASE_SPECS or name in _CONTROL
+    return frozenset(BASE_SPECS) | _CONTROL

@@ -27,7 +27,7 @@ from sigform.predict.example import Example, as_examples
 from sigform.predict.inputs import InputChecker, check_options
 from sigform.predict.module import Module
 from sigform.predict.persistence import public_options
-from sigform.settings import get_setting
+from sigform.settings import check_component, get_setting
 from sigform.signatures import DynamicSignature, Signature, SignatureMeta, make_signature
 from sigform.signatures.prediction import Prediction, PredictionMeta
 
@@ -160,6 +160,9 @@ class Predict(Module, Generic[_In, _Out]):
         self.lm = lm
         self.adapter = adapter
         self.callbacks = list(callbacks) if callbacks else None
+        where = type(self).__name__
+        check_component("lm", lm, where)
+        check_component("adapter", adapter, where)
         if lm_kwargs:
             check_options(type(self), lm_kwargs)
         self.config: dict[str, Any] = dict(lm_kwargs)
@@ -253,6 +256,9 @@ class Predict(Module, Generic[_In, _Out]):
         the signature and the request options, each from the call, else the program, else
         settings."""
         checked = self._checker.check(inputs)  # before anything else: no LM is built for bad input
+        if lm is not None or adapter is not None:  # given for this call: checked as set ones are
+            check_component("lm", lm, f"{self.signature.__name__} call")
+            check_component("adapter", adapter, f"{self.signature.__name__} call")
         if lm is None:
             lm = self.lm
             if lm is None:

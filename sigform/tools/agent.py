@@ -32,7 +32,7 @@ from sigform.message import Message
 from sigform.predict.inputs import InputChecker, check_options
 from sigform.predict.module import Module
 from sigform.predict.predict import SignatureLike, default_lm, ensure_signature
-from sigform.settings import get_setting
+from sigform.settings import check_component, get_setting
 from sigform.signatures import Signature
 from sigform.signatures.prediction import Prediction, PredictionMeta
 from sigform.tools._invoke import run_sync
@@ -103,6 +103,7 @@ class Agent(Module):
         self.native = native
         self.parallel_tools = parallel_tools
         self.callbacks = list(callbacks) if callbacks else None
+        check_component("lm", lm, type(self).__name__)
         if lm_kwargs:
             check_options(type(self), lm_kwargs)
         self.config: dict[str, Any] = dict(lm_kwargs)

@@ -11,6 +11,7 @@ import pytest
 
 import sigform as sf
 from sigform.errors import InputError, NoSuchField, ParameterError
+from sigform.settings import get_setting
 from sigform.testing import ScriptedLM
 
 
@@ -34,6 +35,9 @@ LM = ScriptedLM(['{"answer": "Paris"}'] * 10)
         (lambda: sf.Predict(Answer, model="gpt-4o-mini"), r"`model` belongs to the LM: pass lm=sf\.LM"),
         (lambda: sf.Predict(Answer, my_lm=LM), r"a ScriptedLM is no request setting"),
         (lambda: sf.Agent("question -> answer", [], lmm=LM), r"Agent: unknown argument `lmm`"),
+        (lambda: sf.ChainOfThought(Answer, temprature=0), r"`temprature` \(did you mean `temperature`"),
+        # `*_token` names are secrets, passed to the LM's credentials: the typo vanished there
+        (lambda: sf.Predict(Answer, max_token=5), r"`max_token` \(did you mean `max_tokens`\?\)"),
     ],
 )
 def test_a_misspelled_program_argument_is_an_error(build, want) -> None:
@@ -78,3 +82,23 @@ def test_a_missing_example_key_names_the_fields_and_the_closest() -> None:
     assert example.get("questoin") is None and "questoin" not in example
     with pytest.raises(NoSuchField, match=r"Prediction has no field 'zzz'; fields: 'answer'$"):
         sf.Prediction(answer="x")["zzz"]
+
+
+@pytest.mark.parametrize(
+    ("mistake", "want"),
+    [
+        (lambda: sf.configure(lm="openai/gpt-4o-mini"), r"configure\(\): lm= takes an LM, e\.g\. lm=sf"),
+        (lambda: sf.context(adapter="json").__enter__(), r"context\(\): adapter= takes an adapter instance"),
+        (lambda: sf.Predict(Answer, lm="openai/gpt-4o"), r"Predict: lm= takes an LM.*got str .openai"),
+        (lambda: sf.Predict(Answer, adapter=sf.JSONAdapter), r"got the class JSONAdapter"),
+        (lambda: sf.Agent("question -> answer", [], lm="openai/x"), r"Agent: lm= takes an LM"),
+        (lambda: sf.Predict(Answer, lm=LM)(Answer(question="q"), lm="x"), r"Answer call: lm= takes an LM"),
+        (lambda: sf.Predict(Answer, lm=LM)(Answer(question="q"), adapter="j"), r"adapter= takes an adapter"),
+    ],
+)
+def test_a_model_or_adapter_name_where_an_object_goes_is_a_clear_error(mistake, want) -> None:
+    # each failed later as "'str' object has no attribute 'supports'" (or 'run_call', or a
+    # missing argument of run_call for the class)
+    with pytest.raises(ParameterError, match=want):
+        mistake()
+    assert get_setting("lm") is None and get_setting("adapter") is None
