@@ -17,9 +17,9 @@ from sigform.lm.credentials import Credential
 from sigform.lm.history import HistoryEntry, global_history, inspect_history
 from sigform.lm.interface import Completion, LMProtocol, ToolCall, Usage
 from sigform.lm.lifecycle import Call
-from sigform.lm.model import LM, ParameterWarning
+from sigform.lm.model import LM
 from sigform.lm.options import LMOptions
-from sigform.lm.params import ParamSpec
+from sigform.lm.params import ParameterWarning, ParamSpec
 from sigform.lm.retry import RetryPolicy
 from sigform.lm.streaming import StreamDelta
 

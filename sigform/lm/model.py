@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import time
-import warnings
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import replace
@@ -24,7 +23,7 @@ from sigform.lm.interface import Completion, Usage
 from sigform.lm.lifecycle import Call, Ledger
 from sigform.lm.model_names import check_model_name
 from sigform.lm.options import LMOptions
-from sigform.lm.params import BASE_SPECS, ParameterError, ParamSpec, nest_dotted
+from sigform.lm.params import BASE_SPECS, ParamSpec, applicable, nest_dotted
 from sigform.lm.rate_limit import limited_route, limiter_of
 from sigform.lm.request import Request, cache_key, response_format_dict
 from sigform.lm.retry import RetryPolicy, check_limits
@@ -35,7 +34,7 @@ from sigform.message import Message
 from sigform.provider.prompt_cache import mark_prefix
 from sigform.settings import get_setting
 
-__all__ = ["LM", "ParameterWarning"]
+__all__ = ["LM"]
 
 
 # features of unknown OpenAI-compatible endpoints that are discovered by trying, and the weakest
@@ -44,10 +43,6 @@ _DISCOVERED = {"json_schema": "json_schema", "json_object": "json_object"}
 # per-call options that steer sigform itself, not the request body
 _CONTROL = frozenset({"cache", "num_retries", "timeout", "headers", "prompt_cache", "prune"})
 _OPTION_NAMES = LMOptions.names()
-
-
-class ParameterWarning(UserWarning):
-    """A request setting does not apply to the model and was dropped."""
 
 
 class LM:
@@ -302,33 +297,6 @@ class LM:
                 connection[name] = Credential(name, value)
         return api_key, connection
 
-    def _filter(self, route: Route, params: dict[str, Any]) -> dict[str, Any]:
-        schema = route.schema
-        out: dict[str, Any] = {}
-        for name, value in params.items():
-            spec = schema.get(name)
-            if spec is None or value is None:
-                if value is not None:
-                    out[name] = value
-                continue
-            spec.validate(value, self.model)
-            if spec.accepts(value) or (
-                spec.applies and route.openai_reasoning and params.get("reasoning_effort") == "none"
-            ):
-                out[name] = value
-                continue
-            reason = spec.condition if spec.applies else f"`{name}` is {spec.condition}"
-            if self.options.strict:
-                raise ParameterError(f"setting `{name}`={value!r} does not apply: {reason}")
-            if name not in self._warned:
-                self._warned.add(name)
-                warnings.warn(
-                    f"{self.model}: dropping setting `{name}`={value!r} ({reason})",
-                    ParameterWarning,
-                    stacklevel=4,
-                )
-        return out
-
     def prepare(self, messages: list[Message] | str, **kwargs: Any) -> Call:
         """The call ``self(messages, **kwargs)`` would make, checked and built without any I/O
         (invalid settings fail here); see :mod:`sigform.lm.lifecycle` for sending it."""
@@ -355,7 +323,14 @@ class LM:
             prompt = prompt_of(messages)
         elif control.get("prompt_cache", options.prompt_cache):  # adapters mark system+demos themselves
             messages = mark_prefix(messages, _leading_system(messages), route.provider, route.model)
-        params = self._filter(route, {**self.kwargs, **kwargs} if self.kwargs else kwargs)
+        params = applicable(
+            route.schema,
+            {**self.kwargs, **kwargs} if self.kwargs else kwargs,
+            self.model,
+            strict=options.strict,
+            warned=self._warned,
+            openai_reasoning=route.openai_reasoning,
+        )
         # programs number their attempts (BestOfN, Refine) so each gets its own cache entry; the
         # number is sigform's, never the provider's
         rollout_id = params.pop("rollout_id", None)

@@ -13,6 +13,7 @@ names (``reasoning.effort``) become nested request fields (``{"reasoning": {"eff
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -20,7 +21,15 @@ from typing import Any
 from sigform.errors import ParameterError
 from sigform.excerpt import shorten
 
-__all__ = ["BASE_SPECS", "ParamSpec", "ParameterError", "build_schema", "nest_dotted"]
+__all__ = [
+    "BASE_SPECS",
+    "ParamSpec",
+    "ParameterError",
+    "ParameterWarning",
+    "applicable",
+    "build_schema",
+    "nest_dotted",
+]
 
 
 def _number(lo: float | None, hi: float | None) -> Callable[[Any], bool]:
@@ -157,6 +166,46 @@ def build_schema(
                 condition=f"{model} is a reasoning model: only {name}=1 applies",
             )
         out[name] = spec
+    return out
+
+
+class ParameterWarning(UserWarning):
+    """A request setting does not apply to the model and was dropped."""
+
+
+def applicable(
+    schema: Mapping[str, ParamSpec],
+    params: dict[str, Any],
+    model: str,
+    *,
+    strict: bool,
+    warned: set[str],
+    openai_reasoning: bool,
+) -> dict[str, Any]:
+    """``params`` without None values and the settings that do not apply to ``model``: each
+    dropped with one warning per name in ``warned`` (an error when ``strict``); invalid values
+    raise :class:`ParameterError`."""
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        spec = schema.get(name)
+        if spec is None or value is None:
+            if value is not None:
+                out[name] = value
+            continue
+        spec.validate(value, model)
+        if spec.accepts(value) or (
+            spec.applies and openai_reasoning and params.get("reasoning_effort") == "none"
+        ):
+            out[name] = value
+            continue
+        reason = spec.condition if spec.applies else f"`{name}` is {spec.condition}"
+        if strict:
+            raise ParameterError(f"setting `{name}`={value!r} does not apply: {reason}")
+        if name not in warned:
+            warned.add(name)
+            warnings.warn(
+                f"{model}: dropping setting `{name}`={value!r} ({reason})", ParameterWarning, stacklevel=4
+            )
     return out
 
 
