@@ -27,19 +27,26 @@ import hashlib
 import hmac
 import logging
 import os
-import queue
 import secrets
 import sqlite3
 import threading
-import time
 import warnings
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from sigform import runtime
-from sigform.files import NotRegularFile, open_regular
-from sigform.lm import cache_codec
+from sigform.lm import cache_codec, cache_disk
+from sigform.lm.cache_disk import (
+    LOCK_TIMEOUT,
+    OPEN_WAIT,
+    SECRET_BYTES,
+    STORE_ERRORS,
+    CacheWarning,
+    locked,
+    read_or_make_secret,
+    safe_disk,
+)
 from sigform.lm.credentials import CredentialError
 from sigform.lm.interface import Completion
 from sigform.lm.request import Request, credential_identity
@@ -61,87 +68,12 @@ logger = logging.getLogger("sigform.lm")
 
 DEFAULT_SIZE_LIMIT = 1 << 30
 DEFAULT_MEMORY_ENTRIES = 4096
-_BATCH_WAIT = 0.02
-# another process can hold the store's write lock for as long as it likes: a call waits at most
-# OPEN_WAIT seconds for the store to open, and each SQLite statement at most LOCK_TIMEOUT, then
-# goes on without the disk (diskcache's own defaults are 60 s each)
-OPEN_WAIT = 2.0
-LOCK_TIMEOUT = 1.0
-_SECRET_FILE = "cache-secret"
-_SECRET_BYTES = 32
-# what a broken or hostile store raises: a miss (and the disk bypassed), never the caller's error
-_STORE_ERRORS = (sqlite3.Error, OSError, ValueError, TypeError, KeyError, EOFError)
-
-
-class CacheWarning(UserWarning):
-    """The disk cache could not be used as it is (it is bypassed or the entry ignored)."""
 
 
 def cache_directory() -> Path:
     """The effective cache directory (settings, then ``SIGFORM_CACHE_DIR``, then ~/.cache/sigform)."""
     configured = get_setting("cache_dir") or os.environ.get("SIGFORM_CACHE_DIR")
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "sigform"
-
-
-def _safe_disk() -> type:
-    """A diskcache ``Disk`` that reads stored values as bytes only: it refuses pickled values and
-    files outside the cache folder (a forged row could name any path), and removes none there."""
-    import diskcache
-    from diskcache.core import MODE_BINARY, MODE_RAW
-
-    class SafeDisk(diskcache.Disk):  # type: ignore[misc]
-        def _inside(self, filename: Any) -> str:
-            root = os.path.realpath(self._directory)
-            full = os.path.realpath(os.path.join(root, str(filename)))
-            if os.path.commonpath([root, full]) != root:
-                raise ValueError("a cache row names a file outside the cache folder")
-            return full
-
-        def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
-            if mode == MODE_RAW:
-                return bytes(value) if isinstance(value, (bytes, memoryview)) else value
-            if mode == MODE_BINARY and not read:
-                with open(self._inside(filename), "rb") as reader:
-                    return reader.read()
-            raise ValueError(f"cache value stored in mode {mode} is not read (only raw bytes)")
-
-        def remove(self, file_path: Any) -> None:
-            try:
-                full = self._inside(file_path)
-            except ValueError:
-                return
-            super().remove(os.path.relpath(full, os.path.realpath(self._directory)))
-
-    return SafeDisk
-
-
-def _read_or_make_secret(directory: Path) -> bytes:
-    """The cache folder's fingerprint secret: 32 random bytes in ``cache-secret`` (mode 0600),
-    made on first use; a file that is not exactly that (a link, wrong size, readable by others) is
-    replaced by a fresh secret (old entries become misses)."""
-    path = directory / _SECRET_FILE
-    try:
-        fd = open_regular(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # a FIFO: no wait
-        try:
-            info = os.fstat(fd)
-            data = os.read(fd, _SECRET_BYTES + 1)
-        finally:
-            os.close(fd)
-        if len(data) == _SECRET_BYTES and not info.st_mode & 0o077:
-            return data
-    except NotRegularFile as exc:
-        warnings.warn(f"sigform: {exc}; replacing it with a new cache secret", CacheWarning, stacklevel=4)
-    except OSError:
-        pass  # missing, a link or unreadable: replaced below
-    data = secrets.token_bytes(_SECRET_BYTES)
-    tmp = directory / f".{_SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    return data
 
 
 class ResponseCache:
@@ -193,10 +125,10 @@ class ResponseCache:
         if self.directory is not None and not self._broken:
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
-                return _read_or_make_secret(self.directory)
+                return read_or_make_secret(self.directory)
             except OSError as exc:
                 self._bypass(f"cannot keep the cache secret in {self.directory} ({exc})")
-        return secrets.token_bytes(_SECRET_BYTES)
+        return secrets.token_bytes(SECRET_BYTES)
 
     # -- the disk store --------------------------------------------------------------------
 
@@ -246,8 +178,8 @@ class ResponseCache:
             # every setting given here: none is taken from the (untrusted) database; no
             # eviction pass per entry (cull_limit=0): the writer culls once per batch
             settings = {**diskcache.DEFAULT_SETTINGS, "size_limit": self.size_limit, "cull_limit": 0}
-            disk = diskcache.Cache(str(self._store), timeout=LOCK_TIMEOUT, disk=_safe_disk(), **settings)
-        except _STORE_ERRORS as exc:
+            disk = diskcache.Cache(str(self._store), timeout=LOCK_TIMEOUT, disk=safe_disk(), **settings)
+        except STORE_ERRORS as exc:
             self._bypass(f"cannot open {self._store} ({type(exc).__name__}: {exc})")
         else:
             with self._lock:
@@ -269,23 +201,14 @@ class ResponseCache:
                 stacklevel=4,
             )
 
-    @staticmethod
-    def _locked(exc: BaseException) -> bool:
-        """Whether ``exc`` is another process's lock outlasting :data:`LOCK_TIMEOUT`."""
-        import diskcache
-
-        return isinstance(exc, diskcache.Timeout) or (
-            isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
-        )
-
     def _disk_get(self, key: str) -> Any:
         disk = self._disk_cache()
         if disk is None:
             return None
         try:
             return disk.get(key)
-        except _STORE_ERRORS as exc:
-            if self._locked(exc):
+        except STORE_ERRORS as exc:
+            if locked(exc):
                 self._busy()
                 return None
             if isinstance(exc, ValueError) and not isinstance(exc, sqlite3.Error):
@@ -343,9 +266,9 @@ class ResponseCache:
         if self.directory is not None and not self._broken:
             with self._lock:
                 self._pending[key] = blob
-            _writer.put(self, key, blob)
+            cache_disk.writer.put(self, key, blob)
 
-    def _write_many(self, items: list[tuple[str, bytes]]) -> None:
+    def write_many(self, items: list[tuple[str, bytes]]) -> None:
         disk = self._disk_cache()
         try:
             if disk is not None:
@@ -355,9 +278,9 @@ class ResponseCache:
                 if disk.volume() > self.size_limit:
                     disk.cull()
         except Exception as exc:
-            if self._locked(exc):
+            if locked(exc):
                 self._busy()  # these entries stay in memory only
-            elif isinstance(exc, _STORE_ERRORS):
+            elif isinstance(exc, STORE_ERRORS):
                 self._bypass(f"cannot write {self._store} ({type(exc).__name__}: {exc})")
             else:
                 raise
@@ -369,7 +292,7 @@ class ResponseCache:
 
     def flush(self) -> None:
         """Wait until every pending disk write is done."""
-        _writer.flush()
+        cache_disk.writer.flush()
 
     def _remember(self, key: str, blob: bytes) -> None:
         with self._lock:
@@ -380,34 +303,34 @@ class ResponseCache:
 
     def clear(self) -> None:
         """Drop every entry, in memory and on disk."""
-        _writer.flush()
+        cache_disk.writer.flush()
         with self._lock:
             self._memory.clear()
         disk = self._disk_cache()
         if disk is not None:
             try:
                 disk.clear()
-            except _STORE_ERRORS as exc:
+            except STORE_ERRORS as exc:
                 self._bypass(f"cannot clear {self._store} ({type(exc).__name__}: {exc})")
 
     def __len__(self) -> int:
-        _writer.flush()
+        cache_disk.writer.flush()
         disk = self._disk_cache()
         if disk is None:
             return len(self._memory)
         try:
             return len(disk)
-        except _STORE_ERRORS:
+        except STORE_ERRORS:
             return len(self._memory)
 
     def close(self) -> None:
-        _writer.flush()
+        cache_disk.writer.flush()
         with self._lock:
             disk, self._disk, self._opened = self._disk, None, None  # a later call opens it again
         if disk is not None:
             try:
                 disk.close()
-            except _STORE_ERRORS:
+            except STORE_ERRORS:
                 pass
 
     def __repr__(self) -> str:
@@ -415,68 +338,16 @@ class ResponseCache:
         return f"ResponseCache({where}, memory_entries={self.memory_entries})"
 
 
-class _DiskWriter:
-    """One daemon thread that performs disk-cache writes in order."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[ResponseCache, str, bytes] | None] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def put(self, cache: ResponseCache, key: str, blob: bytes) -> None:
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(
-                        target=self._run, name="sigform-cache-writer", daemon=True
-                    )
-                    self._thread.start()
-                    runtime.on_exit(_flush_at_exit)
-        self._queue.put((cache, key, blob))
-
-    def _run(self) -> None:
-        while True:
-            batch = [self._queue.get()]
-            time.sleep(_BATCH_WAIT)  # gather a burst: one transaction per batch, not per entry
-            while True:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            try:
-                by_cache: dict[int, list[tuple[ResponseCache, str, bytes]]] = {}
-                for item in batch:
-                    if item is not None:
-                        by_cache.setdefault(id(item[0]), []).append(item)
-                for items in by_cache.values():
-                    items[0][0]._write_many([(key, blob) for _, key, blob in items])
-            except Exception:
-                logger.warning("sigform: could not write disk-cache entries", exc_info=True)
-            finally:
-                for _ in batch:
-                    self._queue.task_done()
-
-    def flush(self) -> None:
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._queue.join()
-
-
-def _flush_at_exit() -> None:
-    _writer.flush()  # the writer of this process (a forked child has its own)
-
-
-def _new_writer() -> None:
-    # a forked child: the parent's writer thread does not exist here and its queue holds the
-    # parent's unfinished writes (joining it at exit hung the child for ever)
-    global _writer, _caches_lock
-    _writer = _DiskWriter()
-    _caches_lock = threading.Lock()
-
-
-_writer = _DiskWriter()
-runtime.on_fork(_new_writer)
 _caches: dict[tuple[str | None, int, int], ResponseCache] = {}
 _caches_lock = threading.Lock()
+
+
+def _new_lock() -> None:
+    global _caches_lock
+    _caches_lock = threading.Lock()  # a forked child: the parent's holder does not run here
+
+
+runtime.on_fork(_new_lock)
 _by_settings: dict[tuple[Any, ...], ResponseCache] = {}
 
 
