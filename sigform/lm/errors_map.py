@@ -255,6 +255,9 @@ def missing_key_error(
     )
 
 
+_SHOWN = 2000  # characters of the provider's error text in an error's message
+
+
 def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()) -> BaseException:
     """The sigform :class:`LMError` for ``exc``; exceptions that are not API failures (bugs,
     cancellations) are returned unchanged so they propagate as they are."""
@@ -288,7 +291,11 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
 
     def msg(what: str) -> str:
         head = f"{model}: {what}" + (f" (HTTP {status})" if status else "")
-        return f"{head}: {provider_msg}"
+        if len(provider_msg) <= _SHOWN:
+            return f"{head}: {provider_msg}"
+        # an error page of megabytes would be the message of every retry and log line
+        more = f"({len(provider_msg):,} characters; all in .provider_message)"
+        return f"{head}: {provider_msg[:_SHOWN]} ... {more}"
 
     err: LMError
     if "ContextWindowExceededError" in names or (

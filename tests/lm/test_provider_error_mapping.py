@@ -201,3 +201,16 @@ def test_non_api_exceptions_pass_through_unchanged() -> None:
     assert map_exception(bug, model="m") is bug
     timeout = map_exception(TimeoutError("slow"), model="m")
     assert isinstance(timeout, sf.LMTimeoutError)
+
+
+@pytest.mark.parametrize("status", [500, 400, 401, 429])
+def test_an_error_page_of_megabytes_is_cut_in_the_message_and_kept_whole_beside_it(status: int) -> None:
+    # a hostile or broken server's 2 MB error page was the whole message: of every retry's log
+    # line, of every traceback (an attack on the new transport, issue 27 third pass)
+    from sigform.lm.errors_map import map_exception
+    from sigform.lm.transport import StatusError
+
+    page = b"<html>" + b"x" * 2_000_000 + b"</html>"
+    err = map_exception(StatusError(status, {}, page, "http://127.0.0.1:1/v1"), model="openai/m")
+    assert len(str(err)) < 2_500 and str(err).endswith("characters; all in .provider_message)")
+    assert err.provider_message is not None and len(err.provider_message) > 2_000_000
