@@ -33,6 +33,7 @@ import http.client
 import json
 import os
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -42,7 +43,7 @@ from sigform import runtime
 from sigform.lm.credentials import memoised_by_url, split_url
 from sigform.lm.http11 import Connections, proxy_auth, proxy_for
 from sigform.lm.request import Request
-from sigform.lm.response import chunk_not_json, parse_body
+from sigform.lm.response import MalformedResponseError, chunk_not_json, parse_body
 
 __all__ = ["FAST_PROVIDERS", "StatusError", "TimedOut", "Transport", "Unreachable", "request_model_name"]
 
@@ -52,6 +53,9 @@ _PLACEHOLDER_KEY = "sk-no-key-required"  # OpenAI-compatible local servers ignor
 _DEFAULT_BASES = {"lm_studio": "http://localhost:1234/v1", "llamafile": "http://127.0.0.1:8080/v1"}
 _OPENAI_API = "https://api.openai.com/v1"
 _CONNECT_S, _READ_S = 5.0, 600.0  # without a timeout: 5 s to connect, 10 minutes to answer
+# bytes of one answer, or of one line of a stream: a larger one is refused, never held in memory
+# whole (a server sending without end grew a process past 3 GB in 40 s)
+_MAX_BODY = 64 * 1024 * 1024
 _MAX_CONNECTIONS = 1000
 _DEFAULT_TIMEOUT: Any = None  # aiohttp.ClientTimeout of _CONNECT_S / _READ_S, made with the first session
 
@@ -196,14 +200,53 @@ def _chunk(line: str) -> Any:
 
 
 async def _lines(content: Any) -> AsyncIterator[str]:
-    """The lines of an aiohttp body (any length: aiohttp's own line reader stops at 64 KiB)."""
+    """The lines of an aiohttp body (up to :data:`_MAX_BODY` each: aiohttp's own line reader
+    stops at 64 KiB)."""
     pending = b""
     async for piece in content.iter_any():
         *lines, pending = (pending + piece).split(b"\n")
+        if len(pending) > _MAX_BODY:
+            raise _too_large("a streamed line")
         for line in lines:
             yield line.decode("utf-8").rstrip("\r")
     if pending:
         yield pending.decode("utf-8")
+
+
+def _too_large(what: str) -> MalformedResponseError:
+    return MalformedResponseError(f"{what} is larger than {_MAX_BODY >> 20} MiB; it was not read")
+
+
+def _read(response: Any, url: str, seconds: float) -> bytes:
+    """A sync response's body: at most :data:`_MAX_BODY` bytes, arriving within ``seconds``
+    (a timeout per read let a server sending a byte at a time hold a call for hours)."""
+    deadline = time.monotonic() + seconds
+    parts: list[bytes] = []
+    size = 0
+    while chunk := response.read1(1 << 20):
+        size += len(chunk)
+        if size > _MAX_BODY:
+            raise _too_large("the answer")
+        if time.monotonic() > deadline:
+            raise TimedOut(f"the answer did not arrive within {seconds:g}s", url)
+        parts.append(chunk)
+    response.read()  # b"": read1 leaves a response read to its length open, read() closes it
+    return b"".join(parts)
+
+
+async def _aread(response: Any, url: str, seconds: float) -> bytes:
+    """:func:`_read` for an aiohttp response."""
+    deadline = time.monotonic() + seconds
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > _MAX_BODY:
+            raise _too_large("the answer")
+        if time.monotonic() > deadline:
+            raise TimedOut(f"the answer did not arrive within {seconds:g}s", url)
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 class Transport:
@@ -286,7 +329,7 @@ class Transport:
         with _sync_failures(out.url), self._sync_client().post(
             out.url, out.headers, out.content, connect_s, read_s
         ) as response:
-            data = response.read()
+            data = _read(response, out.url, read_s)
             if response.status >= 400:
                 raise StatusError(response.status, _headers(response), data, out.url)
         return data
@@ -297,7 +340,7 @@ class Transport:
     async def _apost(self, out: _Outgoing) -> dict[str, Any]:
         session = await self._session()
         async with _failures(out.url), session.post(out.url, **_aiohttp_options(out)) as response:
-            data = await response.read()
+            data = await _aread(response, out.url, _limits(out.timeout)[1])
             if response.status >= 400:
                 raise StatusError(response.status, response.headers, data, out.url)
         return parse_body(data)  # an HTML page or `[]` is a malformed response
@@ -310,8 +353,11 @@ class Transport:
             out.url, out.headers, out.content, connect_s, read_s
         ) as response:
             if response.status >= 400:
-                raise StatusError(response.status, _headers(response), response.read(), out.url)
-            for line in response:
+                error = _read(response, out.url, read_s)
+                raise StatusError(response.status, _headers(response), error, out.url)
+            while line := response.readline(_MAX_BODY + 1):
+                if len(line) > _MAX_BODY:
+                    raise _too_large("a streamed line")
                 chunk = _chunk(line.decode("utf-8").rstrip("\r\n"))
                 if chunk is _DONE:
                     response.read()  # to its end: the connection is reused
@@ -324,7 +370,8 @@ class Transport:
         session = await self._session()
         async with _failures(out.url), session.post(out.url, **_aiohttp_options(out)) as response:
             if response.status >= 400:
-                raise StatusError(response.status, response.headers, await response.read(), out.url)
+                error = await _aread(response, out.url, _limits(out.timeout)[1])
+                raise StatusError(response.status, response.headers, error, out.url)
             async for line in _lines(response.content):
                 chunk = _chunk(line)
                 if chunk is _DONE:

@@ -1,0 +1,135 @@
+"""A hostile or broken server cannot hold a call past its timeout or fill the memory (an attack
+on the new transport, issue 27 third pass).
+
+Before: a 200 answer without a length that never ended grew the process past 3 GB in 40 s (sync
+and async); a server sending a byte every half second held a call with ``timeout=5`` for hours
+(the timeout applied to each read); a gzip-compressed 300 MB answer was inflated whole (async).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from sigform.errors import MalformedResponseError
+from sigform.lm import transport
+from sigform.lm.credentials import Credential
+from sigform.lm.request import Request
+
+LIMIT = 1 << 20  # the tests lower the 64 MiB bound to 1 MiB
+
+
+@pytest.fixture(autouse=True)
+def _small_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transport, "_MAX_BODY", LIMIT)
+
+
+@pytest.fixture
+def server() -> Iterator[Callable[[Callable[[BaseHTTPRequestHandler], None]], str]]:
+    started: list[ThreadingHTTPServer] = []
+
+    def start(answer: Callable[[BaseHTTPRequestHandler], None]) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    answer(self)
+                except OSError:  # the client gave up: what these tests want
+                    pass
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        started.append(httpd)
+        return f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+
+    yield start
+    for httpd in started:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _request(base: str, **extra: Any) -> Request:
+    req = Request("openai/m", "openai", [{"role": "user", "content": "hi"}], {},
+                  api_base=base, api_key=Credential("api_key", "sk-t", secret=True), timeout=2.0)
+    for name, value in extra.items():
+        setattr(req, name, value)
+    return req
+
+
+def _endless(handler: BaseHTTPRequestHandler) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.end_headers()  # no length: the body ends when the connection does
+    handler.wfile.write(b'{"choices": [{"message": {"content": "')
+    for _ in range(64):  # 64 MiB, 64 times the (lowered) bound
+        handler.wfile.write(b"A" * LIMIT)
+
+
+def _drip(handler: BaseHTTPRequestHandler) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", "600")
+    handler.end_headers()
+    for _ in range(600):  # a minute in all
+        handler.wfile.write(b" ")
+        handler.wfile.flush()
+        time.sleep(0.1)
+
+
+def _endless_event(handler: BaseHTTPRequestHandler) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()
+    handler.wfile.write(b'data: {"choices": [{"index": 0, "delta": {"content": "')
+    for _ in range(64):  # one line, never ended
+        handler.wfile.write(b"A" * LIMIT)
+
+
+@pytest.mark.parametrize("route", ["sync", "async"])
+def test_an_answer_that_never_ends_is_refused_at_the_bound(server: Any, route: str) -> None:
+    base = server(_endless)
+    sender = transport.Transport()
+    with pytest.raises(MalformedResponseError, match="the answer is larger than 1 MiB"):
+        if route == "sync":
+            sender.complete(_request(base))
+        else:
+            asyncio.run(sender.acomplete(_request(base)))
+
+
+@pytest.mark.parametrize("route", ["sync", "async"])
+def test_an_answer_arriving_a_byte_at_a_time_ends_at_the_timeout(server: Any, route: str) -> None:
+    base = server(_drip)
+    sender = transport.Transport()
+    started = time.monotonic()
+    with pytest.raises(transport.TimedOut, match="did not arrive within 2s"):
+        if route == "sync":
+            sender.complete(_request(base))
+        else:
+            asyncio.run(sender.acomplete(_request(base)))
+    assert time.monotonic() - started < 20  # 2 s here; generous for a loaded machine (was 60 s)
+
+
+@pytest.mark.parametrize("route", ["sync", "async"])
+def test_a_streamed_line_that_never_ends_is_refused_at_the_bound(server: Any, route: str) -> None:
+    base = server(_endless_event)
+    sender = transport.Transport()
+
+    async def drain() -> None:
+        async for _ in sender.astream(_request(base, stream=True)):
+            pass
+
+    with pytest.raises(MalformedResponseError, match="a streamed line is larger than 1 MiB"):
+        if route == "sync":
+            list(sender.stream(_request(base, stream=True)))
+        else:
+            asyncio.run(drain())
