@@ -360,7 +360,9 @@ class Transport:
                     raise _too_large("a streamed line")
                 chunk = _chunk(line.decode("utf-8").rstrip("\r\n"))
                 if chunk is _DONE:
-                    response.read()  # to its end: the connection is reused
+                    # to its end, so the connection is reused; past the bounds it is closed instead
+                    with contextlib.suppress(TransportError, MalformedResponseError):
+                        _read(response, out.url, read_s)
                     return
                 if chunk is not None:
                     yield chunk

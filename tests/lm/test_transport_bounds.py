@@ -133,3 +133,27 @@ def test_a_streamed_line_that_never_ends_is_refused_at_the_bound(server: Any, ro
             list(sender.stream(_request(base, stream=True)))
         else:
             asyncio.run(drain())
+
+
+def test_what_a_stream_sends_after_its_end_is_not_read_past_the_bound(server: Any) -> None:
+    sent = [0]
+    finished = threading.Event()
+
+    def done_then_endless(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.end_headers()
+        event = b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n'
+        handler.wfile.write(event + b"data: [DONE]\n\n")
+        try:  # the sync route read everything after [DONE] (to reuse the connection)
+            for _ in range(64):
+                handler.wfile.write(b"A" * LIMIT)
+                sent[0] += LIMIT
+        finally:
+            finished.set()
+
+    base = server(done_then_endless)
+    chunks = list(transport.Transport().stream(_request(base, stream=True)))
+    assert [c["choices"][0]["delta"]["content"] for c in chunks] == ["hi"]
+    assert finished.wait(20)
+    assert sent[0] < 32 * LIMIT  # the client hung up near the bound (it read all 64 MiB before)
