@@ -58,7 +58,7 @@ def value_html(value: object, depth: int = 0) -> str:
     return _text(repr(value))
 
 
-def _model_fields(value: object) -> dict[str, Any] | None:
+def _model_fields(value: object) -> dict[str, object] | None:
     """A pydantic model's (or dataclass's) fields by name; None for other values."""
     model_fields = getattr(type(value), "model_fields", None)
     if isinstance(model_fields, Mapping):

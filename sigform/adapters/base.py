@@ -111,7 +111,7 @@ class Adapter(PromptWriter):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_reasks={self.max_reasks})"
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         """What decides this adapter's prompts and parsing, as JSON data: its class and settings.
         A checkpoint's program digest holds it, so rows another adapter wrote are not reused;
         a subclass with settings of its own adds them."""
@@ -175,7 +175,7 @@ class Adapter(PromptWriter):
 
     def _parse(
         self, signature: type[Signature], completion: str, inputs: Mapping[str, object] | None = None
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         if not isinstance(completion, str):
             raise StructureError(f"expected the completion text as a str, got {type(completion).__name__}")
         echo = mask_echoes(completion, inputs) if inputs else None

@@ -48,7 +48,7 @@ class ChatAdapter(Adapter):
         super().__init__(**options)
         self.use_stop = use_stop
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {**super().identity(), "use_stop": self.use_stop}
 
     def fallback_adapter(self) -> Adapter | None:

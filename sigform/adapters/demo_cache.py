@@ -52,7 +52,7 @@ class _Uncacheable(SigformError):
     """A value the fingerprint cannot vouch for (never escapes :func:`demos_fingerprint`)."""
 
 
-def _fp(value: Any, depth: int) -> Any:
+def _fp(value: Any, depth: int) -> object:
     kind = type(value)
     if kind is str:
         return value

@@ -65,12 +65,12 @@ def _json(text: str, matcher: FieldMatcher, views: Sequence[FieldView]) -> Extra
 # ---- XML -----------------------------------------------------------------------------------------
 
 
-def _model_fields(annotation: object) -> dict[str, Any]:
+def _model_fields(annotation: object) -> dict[str, object]:
     fields = getattr(annotation, "model_fields", None)
     return {name: info.annotation for name, info in fields.items()} if fields else {}
 
 
-def _base(annotation: object) -> Any:
+def _base(annotation: object) -> object:
     from sigform.types.inspection import split_optional, strip_annotated
 
     base, _ = strip_annotated(annotation)
@@ -78,7 +78,7 @@ def _base(annotation: object) -> Any:
     return strip_annotated(base)[0]
 
 
-def _item_annotation(annotation: object, index: int) -> Any:
+def _item_annotation(annotation: object, index: int) -> object:
     from sigform.types.inspection import args_of
 
     args = args_of(_base(annotation))
@@ -87,7 +87,7 @@ def _item_annotation(annotation: object, index: int) -> Any:
     return args[-1] if index < 0 else args[0]
 
 
-def _generic(el: Element, text: str) -> Any:
+def _generic(el: Element, text: str) -> object:
     """An element whose type gives no guidance: text, or children as a dict or a list."""
     if not el.children:
         return None if el.self_closing else decode_text(text[el.start : el.end]).strip()
@@ -97,7 +97,7 @@ def _generic(el: Element, text: str) -> Any:
     return [_generic(c, text) for c in el.children]
 
 
-def element_value(el: Element, text: str, annotation: object, kind: str | None = None) -> Any:
+def element_value(el: Element, text: str, annotation: object, kind: str | None = None) -> object:
     """The raw value of an element, guided by the annotation it must become (of ``kind``, when
     the caller knows it)."""
     if kind is None:

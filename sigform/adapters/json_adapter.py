@@ -61,7 +61,7 @@ class JSONAdapter(Adapter):
         self.structured_outputs = structured_outputs
         self._schemas: SigCache[dict[bool, dict[str, Any]]] = SigCache()
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {**super().identity(), "structured_outputs": self.structured_outputs}
 
     # ---- formatting ---------------------------------------------------------------------------

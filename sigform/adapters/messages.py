@@ -36,7 +36,7 @@ _TOKEN_RE = regex.compile("\x00sigform-media:(\\d+)\x00")
 _MEDIA_MODULE = "sigform.types.media"
 
 
-def _media_in(value: object) -> list[Any]:
+def _media_in(value: object) -> list[object]:
     """The media values in ``value`` (itself, or nested in a structure)."""
     # No Media instance can exist before its module is loaded: checking sys.modules is exact and
     # keeps plain-text programs from importing (and building) the media models at all.

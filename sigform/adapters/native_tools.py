@@ -69,7 +69,7 @@ def is_tool(value: object) -> bool:
     return getattr(type(value), "__sigform_tool__", False) is True
 
 
-def _base(annotation: object) -> Any:
+def _base(annotation: object) -> object:
     base, _ = strip_annotated(annotation)
     base, _ = split_optional(base)
     return strip_annotated(base)[0]

@@ -72,7 +72,7 @@ class TemplateSet:
         # rebuilt from its arguments elsewhere (the jinja environment and lock stay here)
         return (TemplateSet, self._args)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         """The wording as JSON data: the adapter's folder, the string overrides, and a digest of
         each template in the user folder (an edited file is another wording)."""
         folder, overrides, template_dir = self._args

@@ -62,7 +62,7 @@ class TwoStepAdapter(Adapter):
         # bounded: programs may build signatures per call
         self._extract_sigs: SigCache[type[Signature]] = SigCache()
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         lm = self.extraction_lm
         dump = getattr(lm, "dump_state", None)
         return {

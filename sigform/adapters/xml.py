@@ -55,7 +55,7 @@ class XMLAdapter(Adapter):
         self.use_stop = use_stop
         self._stop_tags: SigCache[tuple[str, ...]] = SigCache()
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {**super().identity(), "use_stop": self.use_stop}
 
     def stop_tag(self, signature: type[Signature]) -> str | None:

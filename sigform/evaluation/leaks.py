@@ -59,7 +59,7 @@ def warn_overlap(first: Sequence[object], second: Sequence[object], first_name: 
     return shared
 
 
-def demo_pool(predictor: Any) -> list[Any]:
+def demo_pool(predictor: Any) -> list[object]:
     """The demos a predictor can show: its fixed demos plus a demo selector's pool."""
     pool = list(predictor.demos)
     selector = getattr(predictor, "demo_selector", None)

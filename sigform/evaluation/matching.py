@@ -101,13 +101,13 @@ def _leaves(pred: object, gold: object, annotation: object, how: Comparison) -> 
     return (1.0 if _same(pred, gold, base, how) else 0.0), 1
 
 
-def _base(annotation: object) -> Any:
+def _base(annotation: object) -> object:
     base, _ = strip_annotated(annotation)
     base, _ = split_optional(base)
     return base
 
 
-def _record_hints(base: Any, gold: Any) -> dict[str, Any] | None:
+def _record_hints(base: Any, gold: Any) -> dict[str, object] | None:
     """Field annotations when ``gold`` is a record (model, dataclass, TypedDict, dict), else None."""
     if is_model_type(base):
         return {name: f.annotation for name, f in base.model_fields.items()}
@@ -120,7 +120,7 @@ def _record_hints(base: Any, gold: Any) -> dict[str, Any] | None:
     return None
 
 
-def _get(record: object, name: str) -> Any:
+def _get(record: object, name: str) -> object:
     if isinstance(record, Mapping):
         return record.get(name)
     return getattr(record, name, None)
@@ -144,7 +144,7 @@ def _field_names(record: object, hints: Mapping[str, object]) -> list[str]:
     return list(hints)
 
 
-def _item_type(base: object, origin: object) -> Any:
+def _item_type(base: object, origin: object) -> object:
     args = args_of(base)
     if origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis):
         return Any  # a fixed-shape tuple: items of mixed types
@@ -175,7 +175,7 @@ def _f1(pred: Any, gold: Any, item: Any, how: Comparison, *, as_set: bool) -> fl
     return 2 * precision * recall / (precision + recall)
 
 
-def _unique(values: list[Any], item: object, how: Comparison) -> list[Any]:
+def _unique(values: list[Any], item: object, how: Comparison) -> list[object]:
     out: list[Any] = []
     for value in values:
         if not any(compare_leaf(value, seen, item, how) for seen in out):

@@ -91,7 +91,7 @@ class TypedMatch:
         return f"TypedMatch({', '.join(parts)})"
 
 
-def _read(prediction: Any, name: str) -> Any:
+def _read(prediction: Any, name: str) -> object:
     if isinstance(prediction, Mapping):
         return prediction.get(name)
     try:

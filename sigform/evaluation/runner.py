@@ -72,7 +72,7 @@ def labelled(program: Any, devset: Sequence[Any]) -> list[Example]:
     return out
 
 
-def _prediction_dict(prediction: Any) -> dict[str, Any]:
+def _prediction_dict(prediction: Any) -> dict[str, object]:
     if isinstance(prediction, Record):
         return prediction.to_dict()
     if isinstance(prediction, Mapping):

@@ -29,7 +29,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sigform.files import read_regular, write_atomic
 from sigform.local._launcher import PROBE_FLAG, SAFE_CPU_FLAG
@@ -99,7 +98,7 @@ def machine_key() -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> dict[str, object]:
     try:
         data = json.loads(read_regular(path))
     except (OSError, ValueError):

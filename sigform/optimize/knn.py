@@ -122,7 +122,7 @@ class KNNDemos:
     def __deepcopy__(self, memo: dict[int, Any]) -> KNNDemos:
         return KNNDemos([ex.copy() for ex in self.pool], self.k, fields=self.fields, embedder=self.embedder)
 
-    def dump_state(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, object]:
         """JSON-ready settings (the pool is written by the caller, like demos)."""
         embedder = self.embedder
         if embedder is not None and not isinstance(embedder, LiteLLMEmbedder):

@@ -97,7 +97,7 @@ class LiteLLMEmbedder:
             )
         return [_embedding_of(item, i, self.model) for i, item in enumerate(data)]
 
-    def dump_state(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, object]:
         from sigform.lm.credentials import strip_url_credentials
 
         return {

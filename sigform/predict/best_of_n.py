@@ -80,7 +80,7 @@ class BestOfN(Module):
         self.fail_count = N if fail_count is None else fail_count
         self.temperature = temperature
 
-    def _rollout_kwargs(self, attempt: int) -> dict[str, Any]:
+    def _rollout_kwargs(self, attempt: int) -> dict[str, object]:
         kwargs: dict[str, object] = {"rollout_id": attempt}
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
@@ -184,7 +184,7 @@ class _Attempts:
         self.hint = self.owner._feedback(prediction, score, feedback)
         return False
 
-    def result(self) -> Any:
+    def result(self) -> object:
         if self.best is None:
             assert self.last_error is not None
             raise self.last_error

@@ -87,7 +87,7 @@ def program_digest(program: Any) -> str:
     return hashlib.sha256(_canonical(state, "the program's state").encode()).hexdigest()
 
 
-def _adapter_identity(predictor: object) -> Any:
+def _adapter_identity(predictor: object) -> object:
     """The identity of the adapter ``predictor`` calls with (its own, else the configured one,
     else the default), as :meth:`Adapter.identity` gives it."""
     from sigform.predict.predict import default_adapter  # deferred: predict's module imports batch
@@ -104,7 +104,7 @@ def row_key(digest: str, inputs: Mapping[str, object]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _declared_outputs(program: Any) -> dict[str, Any]:
+def _declared_outputs(program: Any) -> dict[str, object]:
     """Output field name -> declared type, over the program's signatures (a name two predictors
     declare with different types is left out: no one type to restore it with)."""
     found: dict[str, Any] = {}
@@ -182,7 +182,7 @@ class _Codec:
         data = json.loads(json.dumps(jsonable(value)))
         return data, self.decode_field(name, data)
 
-    def decode(self, entry: Mapping[str, object], where: str) -> Any:
+    def decode(self, entry: Mapping[str, object], where: str) -> object:
         if "value" in entry and self.exact is None:
             return entry["value"]
         output = entry.get("output")

@@ -60,7 +60,7 @@ def _build_validator(spec: FieldSpec) -> tuple[Validator, bool]:
     if adapter is None:  # an arbitrary class pydantic cannot describe: an isinstance check
         if isinstance(annotation, type):
 
-            def check(value: object) -> Any:
+            def check(value: object) -> object:
                 if not isinstance(value, annotation):
                     raise ValueError(f"expected an instance of {annotation.__name__}")
                 return value
@@ -144,7 +144,7 @@ class InputChecker:
                 where = f"demo #{index}, {self._specs[name].kind} `{name}`"
                 self._validated(name, value, where, "; fix the demo's value")
 
-    def _validated(self, name: str, value: object, where: str, fix: str = "") -> Any:
+    def _validated(self, name: str, value: object, where: str, fix: str = "") -> object:
         """``value`` of field ``name`` validated by the rule (module docstring), or an
         :class:`InputError` saying ``where`` it was, what was expected and what was seen."""
         validate, _ = self._validator(name)
@@ -191,7 +191,7 @@ class InputChecker:
             )
         return out
 
-    def _handle_unknown(self, inputs: Mapping[str, object], unknown: list[str]) -> dict[str, Any]:
+    def _handle_unknown(self, inputs: Mapping[str, object], unknown: list[str]) -> dict[str, object]:
         import difflib  # only this error path needs it
 
         hints = []

@@ -225,7 +225,7 @@ class Module:
         return new
 
     # -- state ------------------------------------------------------------------------------------
-    def dump_state(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, object]:
         """JSON-ready state of every predictor (see :mod:`sigform.predict.persistence`)."""
         from sigform.predict.persistence import dump_program
 

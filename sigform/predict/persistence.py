@@ -47,7 +47,7 @@ FORMAT = "sigform.program"
 VERSION = 1
 
 
-def _jsonable(value: object, where: str) -> Any:
+def _jsonable(value: object, where: str) -> object:
     from pydantic_core import PydanticSerializationError, to_jsonable_python
 
     try:
@@ -58,14 +58,14 @@ def _jsonable(value: object, where: str) -> Any:
         ) from exc
 
 
-def _lm_state(lm: object) -> dict[str, Any] | None:
+def _lm_state(lm: object) -> dict[str, object] | None:
     dump = getattr(lm, "dump_state", None)
     if lm is None or not callable(dump):
         return None  # e.g. a ScriptedLM: nothing to restore from a file
     return {"class": type(lm).__name__, "state": _jsonable(dump(), "lm")}
 
 
-def _config_state(config: Mapping[str, object], where: str) -> dict[str, Any]:
+def _config_state(config: Mapping[str, object], where: str) -> dict[str, object]:
     return {
         k: _jsonable(v, f"{where}.config.{k}")
         for k, v in public_options(config).items()
@@ -77,7 +77,7 @@ def _is_reference(value: object) -> bool:
     return isinstance(value, str) and value.strip().startswith(("env:", "cmd:"))
 
 
-def public_options(config: Mapping[str, object]) -> dict[str, Any]:
+def public_options(config: Mapping[str, object]) -> dict[str, object]:
     """LM options safe to save or show: without secret-named ones and without headers (which may
     carry an Authorization value)."""
     from sigform.lm.credentials import is_secret_name
@@ -88,7 +88,7 @@ def public_options(config: Mapping[str, object]) -> dict[str, Any]:
 _HEADER_OPTIONS = frozenset({"headers", "extra_headers"})
 
 
-def _demos_state(demos: Any, where: str) -> list[dict[str, Any]]:
+def _demos_state(demos: Any, where: str) -> list[dict[str, object]]:
     return [
         {
             "values": _jsonable(demo.to_dict(), f"{where}[{i}]"),
@@ -98,7 +98,7 @@ def _demos_state(demos: Any, where: str) -> list[dict[str, Any]]:
     ]
 
 
-def _selector_state(selector: Any, where: str) -> dict[str, Any] | None:
+def _selector_state(selector: Any, where: str) -> dict[str, object] | None:
     """A demo selector's settings plus its pool (saved like demos), or None."""
     if selector is None:
         return None
@@ -117,7 +117,7 @@ def _restore_selector(entry: object, signature: object, where: str, restore_lm: 
     return load(entry, pool, where, restore_lm, api_key)
 
 
-def predictor_state(name: str, predictor: Predict[..., Prediction]) -> dict[str, Any]:
+def predictor_state(name: str, predictor: Predict[..., Prediction]) -> dict[str, object]:
     """JSON-ready state of one predictor."""
     state: dict[str, object] = {
         "type": type(predictor).__name__,
@@ -160,7 +160,7 @@ def save_program(program: Module, path: str | Path) -> Path:
     return target
 
 
-def _as_type(annotation: object, value: object) -> Any:
+def _as_type(annotation: object, value: object) -> object:
     from pydantic import TypeAdapter
 
     return TypeAdapter(annotation).validate_python(value)

@@ -334,7 +334,7 @@ class Predict(Module, Generic[_In, _Out]):
             raise
         return self._prediction(result, call.lm)
 
-    def _positional_inputs(self, args: tuple[Any, ...], inputs: Mapping[str, object]) -> dict[str, Any]:
+    def _positional_inputs(self, args: tuple[Any, ...], inputs: Mapping[str, object]) -> dict[str, object]:
         """The inputs of ``program(Answer(question=...))``: one signature instance, no keywords."""
         if len(args) == 1 and isinstance(args[0], Signature) and not inputs:
             return args[0].to_dict()

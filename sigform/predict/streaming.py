@@ -190,7 +190,7 @@ class _ModuleCall(Generic[_In, _Out]):
         )
 
 
-async def _scoped(program: Predict[_In, _Out], work: Awaitable[Any]) -> Any:
+async def _scoped(program: Predict[_In, _Out], work: Awaitable[Any]) -> object:
     """Await ``work`` with the program's callbacks active (in the task's own context)."""
     with program_callbacks(program.callbacks):
         return await work

@@ -80,7 +80,7 @@ def _empty(content: object) -> bool:
     return False
 
 
-def _parts(content: object) -> list[dict[str, Any]]:
+def _parts(content: object) -> list[dict[str, object]]:
     if isinstance(content, list):
         return list(content)
     return [{"type": "text", "text": content}]

@@ -48,11 +48,11 @@ def _json_text(value: object) -> str:
     return json.dumps(to_jsonable_python(value), ensure_ascii=False)
 
 
-def _same(value: object) -> Any:
+def _same(value: object) -> object:
     return value
 
 
-def _enum_value(value: object) -> Any:
+def _enum_value(value: object) -> object:
     return value.value if isinstance(value, enum.Enum) else value
 
 
@@ -122,7 +122,7 @@ def _missing(result: Any, name: str) -> bool:
     return False
 
 
-def _cell(value: object, convert: Convert) -> Any:
+def _cell(value: object, convert: Convert) -> object:
     return None if value is None else convert(value)
 
 

@@ -42,7 +42,7 @@ class _TallyActor:
         ):
             self.totals[name] += value
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         out: dict[str, Any] = dict(self.totals)
         elapsed = (self.last - self.first) if self.first is not None and self.last is not None else 0.0
         out["seconds"] = round(elapsed, 3)
@@ -163,7 +163,7 @@ def _shared_limits(lms: Mapping[str, Any]) -> dict[str, SharedRateLimit]:
     return out
 
 
-def _finished_rows(directory: Path, program: object, digest: str) -> dict[str, Any]:
+def _finished_rows(directory: Path, program: object, digest: str) -> dict[str, object]:
     """Every row the run's earlier parts recorded (each part file checked like a checkpoint)."""
     rows: dict[str, object] = {}
     for part in sorted(directory.glob("*.jsonl")):

@@ -138,7 +138,7 @@ class FieldSpec:
         return f"{self.kind.title()}Field({self.name}: {type_name(self.annotation)}{extra})"
 
 
-def _described_currency(spec: FieldSpec) -> Any:
+def _described_currency(spec: FieldSpec) -> object:
     """``DescribedCurrency`` for a field holding numbers (``Optional``, list items, dict values ...)
     whose description names one currency."""
     from sigform.types.coercion._currency_scope import described_currency_for
@@ -193,7 +193,7 @@ def _constraint_fits(name: str, annotation: object) -> bool:
     return False
 
 
-def _with_constraints(spec: FieldSpec) -> Any:
+def _with_constraints(spec: FieldSpec) -> object:
     annotation = spec.annotation
     described = _described_currency(spec)
     if described is not None:  # read by the number parser: a mark of another currency is an error

@@ -251,7 +251,7 @@ class SignatureMeta(type):
         return bool(cls == other)
 
     # ---- state ----------------------------------------------------------------------------------
-    def dump_state(cls) -> dict[str, Any]:
+    def dump_state(cls) -> dict[str, object]:
         """JSON-ready state: instructions and, per field, name, kind, type string, desc, constraints."""
         from sigform.signatures.state import dump_state
 
@@ -275,7 +275,7 @@ def _inherited_instructions(bases: tuple[type, ...]) -> str | None:
     return None
 
 
-def _resolve_annotations(cls: type, namespace: dict[str, Any]) -> dict[str, Any]:
+def _resolve_annotations(cls: type, namespace: dict[str, Any]) -> dict[str, object]:
     raw = namespace.get("__annotations__", {})
     if not raw and "__annotate__" in namespace:  # Python 3.14 lazy annotations
         raw = inspect.get_annotations(cls)

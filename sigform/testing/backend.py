@@ -85,11 +85,11 @@ class ScriptedBackend:
         return self.script(req.messages, **_script_kwargs(req))
 
 
-def _script_kwargs(req: Request) -> dict[str, Any]:
+def _script_kwargs(req: Request) -> dict[str, object]:
     return {**req.params, "n": req.params.get("n") or 1}
 
 
-def _usage(usage: Usage) -> dict[str, Any]:
+def _usage(usage: Usage) -> dict[str, object]:
     return {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
@@ -108,7 +108,7 @@ def _tool_calls(completion: Completion) -> list[dict[str, Any]]:
     return out
 
 
-def _body(completions: list[Completion]) -> dict[str, Any]:
+def _body(completions: list[Completion]) -> dict[str, object]:
     """The chat-completions body a provider would send for ``completions``."""
     choices = []
     for index, c in enumerate(completions):
@@ -125,7 +125,7 @@ def _body(completions: list[Completion]) -> dict[str, Any]:
 def _chunks(completions: list[Completion], size: int) -> Iterator[dict[str, Any]]:
     """The stream chunks a provider would send for ``completions``."""
 
-    def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, object]:
         return {"model": "scripted", "choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
 
     for index, c in enumerate(completions):

@@ -367,7 +367,7 @@ class ScriptedLM:
 
     def _take(
         self, count: int, n: int, messages: list[Message], kwargs: Mapping[str, object], first: bool = False
-    ) -> list[Any]:
+    ) -> list[object]:
         """Pop ``count`` items atomically (the standing callable repeats forever). A call's first
         take stops after a leading callable (its list may answer the whole call); otherwise all the
         call's items are taken at once, so concurrent calls never interleave their items."""
@@ -394,7 +394,7 @@ class ScriptedLM:
             f"were already used.\n  last messages:\n{_brief(messages)}"
         )
 
-    def _resolve_sync(self, item: object, messages: list[Message], kwargs: Mapping[str, object]) -> Any:
+    def _resolve_sync(self, item: object, messages: list[Message], kwargs: Mapping[str, object]) -> object:
         if callable(item) and not _is_exception(item):
             result = item(_snapshot(messages), _snapshot(kwargs))
             if inspect.isawaitable(result):

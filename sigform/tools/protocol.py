@@ -259,6 +259,6 @@ class TextProtocol:
         return messages
 
 
-def _image_parts(records: Sequence[CallRecord]) -> list[dict[str, Any]]:
+def _image_parts(records: Sequence[CallRecord]) -> list[dict[str, object]]:
     """The image content parts of the results, in call order (``[image N ...]`` in their text)."""
     return [part for r in records for image in r.result.images for part in image.to_content_parts()]

@@ -72,7 +72,7 @@ def describe_function(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), params
 
 
-def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
+def _type_hints(func: Callable[..., Any]) -> dict[str, object]:
     name = getattr(func, "__name__", repr(func))
     try:
         return typing.get_type_hints(func, include_extras=True)
@@ -129,7 +129,7 @@ def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
     return copy.deepcopy(cached)
 
 
-def _parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
+def _parameters_schema(model: type[BaseModel]) -> dict[str, object]:
     try:
         schema = model.model_json_schema()
     except Exception as exc:

@@ -116,7 +116,7 @@ class Tool:
         self.safe = safe
 
     # -- the LM-facing description -------------------------------------------------------------
-    def to_openai(self) -> dict[str, Any]:
+    def to_openai(self) -> dict[str, object]:
         """The tool in OpenAI function-calling shape (litellm translates it for other providers)."""
         function: dict[str, object] = {"name": self.name, "parameters": self.parameters}
         if self.description:

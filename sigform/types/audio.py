@@ -46,7 +46,7 @@ class Audio(Media):
     format: AudioFormat
 
     @classmethod
-    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, object]:
         data, fmt = fields.get("data"), fields.get("format")
         if data is None:
             raise ValueError("Audio needs data (base64) and a format ('wav' or 'mp3')")

@@ -45,7 +45,7 @@ class File(Media):
     filename: str | None = None
 
     @classmethod
-    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, object]:
         data, file_id = fields.get("data"), fields.get("file_id")
         mime, filename = fields.get("mime_type"), fields.get("filename")
         if isinstance(data, str) and data.startswith("data:"):

@@ -50,7 +50,7 @@ def _arguments_json(args: object, where: str) -> str:
     raise ValueError(f"{where}: arguments must be a dict or a JSON object string, got {type(args).__name__}")
 
 
-def _normalise_call(call: object, where: str) -> dict[str, Any]:
+def _normalise_call(call: object, where: str) -> dict[str, object]:
     """One tool call in OpenAI message shape: {"id", "type": "function", "function": {...}}."""
     if is_dataclass(call) or isinstance(call, BaseModel):  # ToolCall / ToolCalls.Call
         source: Any = call  # both have .name (is_dataclass/isinstance only pick the shape)
@@ -95,7 +95,7 @@ def _check_content(content: object, where: str, *, required: bool) -> None:
     )
 
 
-def _normalise_turn(turn: object, index: int) -> dict[str, Any]:
+def _normalise_turn(turn: object, index: int) -> dict[str, object]:
     where = f"History turn {index}"
     if not isinstance(turn, Mapping):
         raise ValueError(f"{where}: expected a chat message dict, got {type(turn).__name__}")
@@ -128,7 +128,7 @@ def _normalise_turn(turn: object, index: int) -> dict[str, Any]:
     return out
 
 
-def _check_entry(entry: object, index: int) -> dict[str, Any]:
+def _check_entry(entry: object, index: int) -> dict[str, object]:
     if not isinstance(entry, Mapping):
         raise ValueError(
             f"History message {index}: expected a dict of field values, got {type(entry).__name__}"
@@ -189,7 +189,7 @@ class History(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _normalise(cls, value: object) -> Any:
+    def _normalise(cls, value: object) -> object:
         if not isinstance(value, Mapping):
             return value  # a History instance, or something pydantic rejects with its own error
         fields = dict(value)
@@ -292,7 +292,7 @@ class History(BaseModel):
     __str__ = __repr__
 
 
-def _copy_turn(message: dict[str, Any]) -> dict[str, Any]:
+def _copy_turn(message: dict[str, Any]) -> dict[str, object]:
     out = dict(message)
     if "tool_calls" in out:
         out["tool_calls"] = [{**c, "function": dict(c["function"])} for c in out["tool_calls"]]

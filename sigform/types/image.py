@@ -46,7 +46,7 @@ class Image(Media):
     detail: Detail | None = None
 
     @classmethod
-    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, object]:
         url, data, mime = fields.get("url"), fields.get("data"), fields.get("mime_type")
         if isinstance(url, str) and url.startswith("data:"):
             if data is not None:

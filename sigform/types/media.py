@@ -59,7 +59,7 @@ class Media(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _validate(cls, value: object, info: ValidationInfo) -> Any:
+    def _validate(cls, value: object, info: ValidationInfo) -> object:
         # every way of building media (constructors, model_validate, a typed field) passes here
         if isinstance(value, str):
             article = "an" if cls.__name__[0] in "AEIOU" else "a"
@@ -73,7 +73,7 @@ class Media(BaseModel):
         return cls._check_fields(dict(value), max_bytes_of(info, cls.MAX_BYTES))
 
     @classmethod
-    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, object]:
         """Check and normalise the given fields (each media type's own rules); ``max_bytes`` is
         the size limit for inline content."""
         raise NotImplementedError
@@ -155,7 +155,7 @@ class Media(BaseModel):
         return str(self)
 
     @model_serializer(mode="wrap")
-    def _serialize(self, handler: Any, info: SerializationInfo) -> Any:
+    def _serialize(self, handler: Any, info: SerializationInfo) -> Any:  # pydantic reads this annotation
         # in prompt text (render_value of a dict or model holding media) only the placeholder is
         # written, never the base64; every other dump keeps the full content
         context = info.context

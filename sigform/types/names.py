@@ -180,7 +180,7 @@ class _Resolver:
             return _BUILTIN_NAMES[name]
         raise self.fail(f"unknown type name {name!r}", _unknown_name_hint(name, self.ns))
 
-    def attribute(self, node: ast.Attribute) -> Any:
+    def attribute(self, node: ast.Attribute) -> object:
         if node.attr.startswith("_"):
             raise self.fail(f"private attribute {node.attr!r}")
         if isinstance(node.value, ast.Name) and node.value.id not in self.ns and node.value.id in _MODULES:

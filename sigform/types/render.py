@@ -85,7 +85,7 @@ def _hooked(value: object) -> bool:
     return getattr(type(value), "__sigform_render__", None) is not None
 
 
-def _fallback(value: object) -> Any:
+def _fallback(value: object) -> object:
     """How the JSON encoder writes a value it does not know: by its render hook, else ``str``."""
     hook = getattr(type(value), "__sigform_render__", None)
     return hook(value) if hook is not None else str(value)

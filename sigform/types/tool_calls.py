@@ -19,7 +19,7 @@ __all__ = ["ToolCalls"]
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 
-def _decode_args(args: object, name: object) -> Any:
+def _decode_args(args: object, name: object) -> object:
     """JSON-object text -> dict; anything else is returned for pydantic to judge."""
     if not isinstance(args, str):
         return args
@@ -72,7 +72,7 @@ class ToolCalls(BaseModel):
 
         @model_validator(mode="before")
         @classmethod
-        def _accept_shapes(cls, value: object) -> Any:
+        def _accept_shapes(cls, value: object) -> object:
             if not isinstance(value, Mapping):
                 return value
             fields = dict(value)
@@ -100,7 +100,7 @@ class ToolCalls(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _accept_list(cls, value: object) -> Any:
+    def _accept_list(cls, value: object) -> object:
         if isinstance(value, (list, tuple)):
             return {"tool_calls": list(value)}
         return value
@@ -180,7 +180,7 @@ class ToolCalls(BaseModel):
         return f"ToolCalls({self.tool_calls!r})"
 
 
-def _call_schema(name: Mapping[str, object], args: Mapping[str, object]) -> dict[str, Any]:
+def _call_schema(name: Mapping[str, object], args: Mapping[str, object]) -> dict[str, object]:
     return {
         "type": "object",
         "properties": {"name": name, "args": args},

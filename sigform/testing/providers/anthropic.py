@@ -125,7 +125,7 @@ class AnthropicFake(FakeProvider):
 
     def _message(
         self, reply: Reply, model: str, content: list[dict[str, Any]], stop: str | None
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         return {
             "id": self.make_id("msg_01", 22),
             "type": "message",
@@ -178,7 +178,7 @@ class AnthropicFake(FakeProvider):
         yield _event("message_delta", delta=delta, usage={"output_tokens": reply.usage.completion_tokens})
         yield _event("message_stop")
 
-    def error_payload(self, error: ErrorReply) -> Any:
+    def error_payload(self, error: ErrorReply) -> object:
         kind = _ERROR_TYPES.get(error.status, "api_error")
         return {
             "type": "error",

@@ -96,7 +96,7 @@ class FakeProvider(LoopbackServer):
         """The litellm model string that routes ``name`` to this provider's format."""
         return f"{self.litellm_prefix}/{name}"
 
-    def litellm_kwargs(self, name: str, api_key: str = "test-key") -> dict[str, Any]:
+    def litellm_kwargs(self, name: str, api_key: str = "test-key") -> dict[str, object]:
         """``model``, ``api_base`` and ``api_key`` for ``litellm.completion(**kwargs, messages=...)``."""
         return {"model": self.model(name), "api_base": self.api_base, "api_key": api_key}
 
@@ -220,7 +220,7 @@ class FakeProvider(LoopbackServer):
         """The streamed body, already framed (SSE events)."""
         raise NotImplementedError
 
-    def error_payload(self, error: ErrorReply) -> Any:
+    def error_payload(self, error: ErrorReply) -> object:
         """The provider's JSON error body."""
         raise NotImplementedError
 

@@ -79,7 +79,7 @@ class BedrockConverseFake(FakeProvider):
     litellm_prefix: ClassVar[str] = "bedrock/converse"
     api_path: ClassVar[str] = ""
 
-    def litellm_kwargs(self, name: str, api_key: str = "test-key") -> dict[str, Any]:
+    def litellm_kwargs(self, name: str, api_key: str = "test-key") -> dict[str, object]:
         """Model, endpoint and fake AWS credentials (``api_key`` is the fake secret key)."""
         return {
             "model": self.model(name),
@@ -185,7 +185,7 @@ class BedrockConverseFake(FakeProvider):
     def stream_headers(self, request: RecordedRequest) -> list[tuple[str, str]]:
         return [("content-type", "application/vnd.amazon.eventstream"), *self.response_headers()]
 
-    def error_payload(self, error: ErrorReply) -> Any:
+    def error_payload(self, error: ErrorReply) -> object:
         return {"message": error.message}
 
     def error_response(self, error: ErrorReply) -> Any:

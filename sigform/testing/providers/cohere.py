@@ -126,7 +126,7 @@ class CohereFake(FakeProvider):
         yield _event("message-end", delta={"finish_reason": finish, "usage": self.usage_payload(reply)})
         yield b"data: [DONE]\n\n"
 
-    def error_payload(self, error: ErrorReply) -> Any:
+    def error_payload(self, error: ErrorReply) -> object:
         return {"id": str(uuid.uuid4()), "message": error.message}
 
 

@@ -183,7 +183,7 @@ class GeminiFake(FakeProvider):
             return super().stream_headers(request)
         return [("content-type", "application/json; charset=UTF-8")]
 
-    def error_payload(self, error: ErrorReply) -> Any:
+    def error_payload(self, error: ErrorReply) -> object:
         status = _STATUS.get(error.status, "INTERNAL" if error.status >= 500 else "FAILED_PRECONDITION")
         payload: dict[str, object] = {"code": error.status, "message": error.message, "status": status}
         if error.retry_after is not None:

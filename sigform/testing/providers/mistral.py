@@ -60,7 +60,7 @@ class MistralFake(OpenAIChatFake):
         return {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion}
 
     @staticmethod
-    def _thinking(text: str) -> dict[str, Any]:
+    def _thinking(text: str) -> dict[str, object]:
         return {"type": "thinking", "thinking": [{"type": "text", "text": text}]}
 
     def message(self, reply: Reply) -> dict[str, Any]:
@@ -111,7 +111,7 @@ class MistralFake(OpenAIChatFake):
             choice.pop("logprobs", None)
         return body
 
-    def error_payload(self, error: ErrorReply) -> Any:
+    def error_payload(self, error: ErrorReply) -> object:
         kind = "invalid_request_error" if error.status < 500 else "internal_server_error"
         return {
             "object": "error",

@@ -99,7 +99,7 @@ class OpenAIChatFake(FakeProvider):
     def finish_reason(self, reply: Reply) -> str:
         return reply.stop
 
-    def _envelope(self, obj: str, model: str, response_id: str, created: int) -> dict[str, Any]:
+    def _envelope(self, obj: str, model: str, response_id: str, created: int) -> dict[str, object]:
         return {
             "id": response_id,
             "object": obj,
@@ -181,7 +181,7 @@ class OpenAIChatFake(FakeProvider):
         yield b"data: [DONE]\n\n"
 
     # -- errors ----------------------------------------------------------------------------
-    def error_payload(self, error: ErrorReply) -> Any:
+    def error_payload(self, error: ErrorReply) -> object:
         return openai_error_payload(error)
 
     def response_headers(self) -> list[tuple[str, str]]:

@@ -133,7 +133,7 @@ class OpenAIResponsesFake(FakeProvider):
 
     def _finished(
         self, response: dict[str, Any], reply: Reply, items: list[dict[str, Any]]
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         done = {**response, "output": items, "usage": self.usage_payload(reply), "status": "completed"}
         if reply.stop in _INCOMPLETE:
             done["status"] = "incomplete"
@@ -217,7 +217,7 @@ class OpenAIResponsesFake(FakeProvider):
         counter = itertools.count()
         return [sse({**event, "sequence_number": next(counter)}, event=event["type"]) for event in events]
 
-    def error_payload(self, error: ErrorReply) -> Any:
+    def error_payload(self, error: ErrorReply) -> object:
         return openai_error_payload(error)
 
     def response_headers(self) -> list[tuple[str, str]]:

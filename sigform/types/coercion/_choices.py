@@ -55,7 +55,7 @@ class _ChoiceNode(Node):
                     if not any(c is canonical for c in bucket):
                         bucket.append(canonical)
 
-    def match_text(self, text: str) -> Any:
+    def match_text(self, text: str) -> object:
         for tier, key in enumerate((text, text.casefold(), _loose(text))):
             hits = self.tiers[tier].get(key)
             if hits:
@@ -64,7 +64,7 @@ class _ChoiceNode(Node):
                 raise Invalid(f"{text[:40]!r} matches several allowed values: {', '.join(map(repr, hits))}")
         return _MISSING
 
-    def match_after_label(self, text: str) -> Any:
+    def match_after_label(self, text: str) -> object:
         """The choice after a short label (at most three words, itself no allowed value)."""
         found = split_label(text, ":", "*_", _ANY_LABEL_WORDS)
         if found is None or len(found[0].split()) > 3 or self.match_text(found[0]) is not _MISSING:
@@ -75,7 +75,7 @@ class _ChoiceNode(Node):
     def allowed(self) -> str:
         return ", ".join(repr(c.value if isinstance(c, enum.Enum) else c) for c in self.choices)
 
-    def _convert_text(self, value: str, name: str) -> Any:
+    def _convert_text(self, value: str, name: str) -> object:
         cleaned, inner = _scalar_text(value, name, self)
         if cleaned is None:  # the text was a JSON wrapper (["gold"], {"value": "gold"})
             return self.convert(inner, name, False)
@@ -89,7 +89,7 @@ class _ChoiceNode(Node):
             )
         return hit
 
-    def _convert_wrapped(self, value: object, name: str) -> Any:
+    def _convert_wrapped(self, value: object, name: str) -> object:
         """Last resort: a single value wrapped in a one-item container; else a clear refusal."""
         ok, inner = unwrap_single(value, name)
         if ok and not isinstance(inner, (dict, list)):

@@ -155,7 +155,7 @@ def _record_items(text: str) -> list[str] | None:
     return [head + ("\n" + textwrap.dedent("\n".join(rest)) if rest else "") for head, rest in items]
 
 
-def _convert_item(node: Node, value: object, name: str, text: bool) -> Any:
+def _convert_item(node: Node, value: object, name: str, text: bool) -> object:
     """An item (or dict value) of a collection read from text: a bare ``null`` / ``None`` is no
     value, as JSON's null is; an Optional item reads it as None (its own rule), text refuses it
     (``- null`` was read as the string ``'null'``)."""

@@ -198,7 +198,7 @@ class RecordNode(Node):
                 return self._from_json(parse_json(s[start : end + 1] if end > start else s[start:]), wrappers)
         return self._from_dict(self._yaml(s), True, wrappers)
 
-    def _from_json(self, value: Any, wrappers: int) -> Any:
+    def _from_json(self, value: Any, wrappers: int) -> object:
         if isinstance(value, dict):
             return self._from_dict(value, False, wrappers)
         return self.convert(value, "", False)

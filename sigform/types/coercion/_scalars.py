@@ -165,7 +165,7 @@ class IntNode(Node):
             return self.convert(inner, name, False)
         raise Invalid(f"expected a number, got {describe_seen(value)}")
 
-    def _from_float(self, value: float) -> Any:
+    def _from_float(self, value: float) -> object:
         if not math.isfinite(value) or not value.is_integer():
             raise Invalid(f"{value!r} is not a whole number")
         return int(value)
@@ -186,7 +186,7 @@ class FloatNode(IntNode):
 
     integer = False
 
-    def _from_float(self, value: float) -> Any:
+    def _from_float(self, value: float) -> object:
         if not math.isfinite(value):  # NaN/Infinity (Python's json reads them): no usable number
             raise Invalid(f"{value!r} is not a finite number")
         return value

@@ -85,7 +85,7 @@ class UnionNode(Node):
             not cleaned and not any(isinstance(n, StrNode) for n in self.nodes())
         )
 
-    def _pick(self, value: object, name: str, text: bool) -> Any:
+    def _pick(self, value: object, name: str, text: bool) -> object:
         nodes = self.nodes()
         if len(nodes) == 1:
             return self._member(0, value, name, text)
