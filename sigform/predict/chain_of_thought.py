@@ -68,7 +68,7 @@ class ChainOfThought(Predict[_In, _Out]):
     ) -> None:
         from sigform.types import Reasoning
 
-        base = ensure_signature(signature)  # type: ignore[arg-type]
+        base = ensure_signature(signature)
         if "reasoning" in base.fields:
             raise ValueError(
                 f"{base.__name__} already has a `reasoning` field; use Predict, or rename the field"

@@ -72,9 +72,10 @@ def default_adapter() -> Any:
     return _default_adapter
 
 
-def ensure_signature(signature: SignatureLike) -> type[Signature]:
-    """A signature class from a class, a string (``"question -> answer"``) or a dict of fields."""
-    if isinstance(signature, SignatureMeta):
+def ensure_signature(signature: object) -> type[Signature]:
+    """A signature class from a class, a string (``"question -> answer"``) or a dict of fields
+    (anything else: a SignatureError saying what was given)."""
+    if isinstance(signature, type) and issubclass(signature, Signature):
         if not signature.output_fields:
             raise SignatureError(f"{signature.__name__} has no output fields; it cannot be used by a program")
         return signature
@@ -154,7 +155,7 @@ class Predict(Module, Generic[_In, _Out]):
         callbacks: Sequence[Callback] | None = None,
         **lm_kwargs: object,
     ) -> None:
-        self.signature = ensure_signature(signature)  # type: ignore[arg-type]
+        self.signature = ensure_signature(signature)
         self._result: type[_Out] = result_type(signature)  # type: ignore[arg-type, assignment]
         self.demos = demos  # the setter turns dicts into Examples
         self.lm = lm
@@ -176,7 +177,7 @@ class Predict(Module, Generic[_In, _Out]):
         return self._signature
 
     @signature.setter
-    def signature(self, value: Any) -> None:
+    def signature(self, value: object) -> None:
         sig = ensure_signature(value)
         self._signature = sig
         self._checker = InputChecker(sig)
