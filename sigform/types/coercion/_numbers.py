@@ -61,7 +61,7 @@ CURRENCY_MARK = r"(?:(?i:" + _MARK + r")(?![A-Za-z]))"  # a currency mark, for o
 _NUMBER = regex.compile(
     r"""(?P<sign>[-+\u2212])?\s*+(?P<cur>(?:""" + _MARK + r""")(?![A-Za-z]))?\s*+(?P<sign2>[-+\u2212])?
     (?P<num>\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d*+)?|\.\d++)
-    (?P<exp>[eE][-+]?\d{1,4})?
+    (?P<exp>[eE][-+]?0*\d{1,4})?
     \s*+(?P<pct>%)?(?:\s*+(?P<cur2>(?:""" + _MARK + r""")(?![A-Za-z])))?""",
     regex.X | regex.IGNORECASE,
 )
