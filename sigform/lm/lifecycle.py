@@ -9,31 +9,40 @@
 3. ends with exactly one of :meth:`Call.done` (cache write, usage, stats, history, ``response``
    hooks) or :meth:`Call.failed` (stats, history, ``error`` hooks).
 
+:meth:`Call.run` and :meth:`Call.arun` are that whole sequence for a plain call. ``n > 1`` is one
+request when the provider supports ``n``; otherwise (or when a server returns fewer choices than
+asked, as some OpenAI-compatible servers do) the missing candidates come from concurrent single
+requests - threads for sync calls, tasks for async ones (:func:`top_up`). The request is never
+changed otherwise (no hidden temperature tweaks).
+
 :class:`Ledger` is what an LM keeps about its calls: usage totals, counts and the history.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sigform import hooks
+from sigform import hooks, runtime
+from sigform.errors import LMError, ProviderError
 from sigform.lm.cache import get_cache, scoped_key
 from sigform.lm.credentials import is_secret_header, redact_url
 from sigform.lm.history import HistoryEntry, active_report, record
 from sigform.lm.interface import Completion, Usage
 from sigform.lm.request import Request
-from sigform.lm.retry import RetryPolicy
-from sigform.lm.routing import Route
+from sigform.lm.response import parse_choices, parse_usage
+from sigform.lm.retry import Attempts, RetryPolicy
+from sigform.lm.routing import Route, explained, rebased
 from sigform.lm.streaming import StreamAccumulator
 
 if TYPE_CHECKING:
     from sigform.lm.model import LM
 
-__all__ = ["Call", "Ledger"]
+__all__ = ["Call", "Ledger", "atop_up", "top_up"]
 
 
 class Ledger:
@@ -106,6 +115,31 @@ class Call:
         if hit is None:
             return None
         return [replace(c, usage=replace(c.usage, cache_hit=True)) for c in hit]
+
+    def run(self) -> list[Completion]:
+        """The whole plain call: :meth:`before`, the ``n`` completions sent (with retries), then
+        :meth:`done` or :meth:`failed`."""
+        cached = self.before()
+        if cached is not None:
+            return self.done(cached, cache_hit=True)
+        try:
+            completions = _complete_n(self.route, self.request, self.n, self.policy, self.lm.model)
+        except LMError as exc:
+            self.failed(exc)
+            raise
+        return self.done(completions)
+
+    async def arun(self) -> list[Completion]:
+        """Async :meth:`run` (native async I/O, no thread per call)."""
+        cached = self.before()
+        if cached is not None:
+            return self.done(cached, cache_hit=True)
+        try:
+            completions = await _acomplete_n(self.route, self.request, self.n, self.policy, self.lm.model)
+        except LMError as exc:
+            self.failed(exc)
+            raise
+        return self.done(completions)
 
     def done(self, completions: list[Completion], *, cache_hit: bool = False) -> list[Completion]:
         """Record the answer (and cache it unless it came from the cache); returns it."""
@@ -183,3 +217,102 @@ class Call:
             prompt=req.prompt,
         )
         record(entry, self.ledger.history)
+
+
+# -- sending: retries around each attempt, and ``n`` candidates --------------------------------
+
+Parsed = tuple[list[Completion], Usage]
+
+
+def _attempt_sync(route: Route, req: Request, policy: RetryPolicy, label: str) -> Parsed:
+    attempts: Attempts | None = None  # made at the first failure: most calls succeed at once
+    while True:
+        try:  # parsed inside the retry loop: a malformed 200 is retried like a 5xx
+            return _parse(route, route.backend.complete(req))
+        except Exception as exc:
+            attempts = attempts or Attempts(policy, label)
+            wait = attempts.failed(exc, req.known_secrets())
+        if wait is None:
+            raise explained(route, attempts.error)  # outside the except block (see Attempts)
+        time.sleep(wait)
+        req = rebased(route, req)
+
+
+async def _attempt_async(route: Route, req: Request, policy: RetryPolicy, label: str) -> Parsed:
+    attempts: Attempts | None = None
+    while True:
+        try:
+            return _parse(route, await route.backend.acomplete(req))
+        except Exception as exc:
+            attempts = attempts or Attempts(policy, label)
+            wait = attempts.failed(exc, req.known_secrets())
+        if wait is None:
+            raise explained(route, attempts.error)
+        await asyncio.sleep(wait)
+        req = rebased(route, req)
+
+
+def _parse(route: Route, result: tuple[dict[str, Any], float | None]) -> Parsed:
+    body, cost = result
+    usage = parse_usage(body.get("usage"), cost)
+    return parse_choices(body, model=route.model, provider=route.provider, usage=usage), usage
+
+
+def _merge(parts: list[tuple[list[Completion], Usage]], n: int, label: str) -> list[Completion]:
+    completions = [c for comps, _ in parts for c in comps][:n]
+    if not completions:
+        raise ProviderError(f"{label}: the provider returned no choices", model=label)
+    total = Usage()
+    for _, usage in parts:
+        total = total + usage
+    if len(parts) == 1:
+        return completions
+    return [replace(c, usage=total) for c in completions]
+
+
+def _complete_n(route: Route, req: Request, n: int, policy: RetryPolicy, label: str) -> list[Completion]:
+    """``n`` completions for ``req`` (sync)."""
+    parts = [_attempt_sync(route, req.with_n(n), policy, label)] if n == 1 or route.supports_n else []
+    missing = n - sum(len(c) for c, _ in parts)
+    if missing > 0:
+        parts += _singles(route, req, missing, policy, label)
+    return _merge(parts, n, label)
+
+
+async def _acomplete_n(
+    route: Route, req: Request, n: int, policy: RetryPolicy, label: str
+) -> list[Completion]:
+    """``n`` completions for ``req`` (async, concurrent requests when needed)."""
+    one = n == 1 or route.supports_n
+    parts = [await _attempt_async(route, req.with_n(n), policy, label)] if one else []
+    missing = n - sum(len(c) for c, _ in parts)
+    if missing > 0:
+        parts += await _asingles(route, req, missing, policy, label)
+    return _merge(parts, n, label)
+
+
+def top_up(route: Route, req: Request, missing: int, policy: RetryPolicy, label: str) -> list[Completion]:
+    """``missing`` more candidates for ``req`` from concurrent single-candidate requests (sync)."""
+    return _merge(_singles(route, req, missing, policy, label), missing, label)
+
+
+async def atop_up(
+    route: Route, req: Request, missing: int, policy: RetryPolicy, label: str
+) -> list[Completion]:
+    """Async :func:`top_up`."""
+    return _merge(await _asingles(route, req, missing, policy, label), missing, label)
+
+
+def _singles(
+    route: Route, req: Request, count: int, policy: RetryPolicy, label: str
+) -> list[tuple[list[Completion], Usage]]:
+    single = req.with_n(None)
+    futures = [runtime.threads().submit(_attempt_sync, route, single, policy, label) for _ in range(count)]
+    return [f.result() for f in futures]
+
+
+async def _asingles(
+    route: Route, req: Request, count: int, policy: RetryPolicy, label: str
+) -> list[tuple[list[Completion], Usage]]:
+    single = req.with_n(None)
+    return list(await asyncio.gather(*(_attempt_async(route, single, policy, label) for _ in range(count))))

@@ -14,8 +14,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sigform.errors import LMError
-from sigform.lm import calls, capabilities
+from sigform.lm import capabilities
 from sigform.lm.credentials import CONNECTION_SETTINGS, Credential, is_secret_name
 from sigform.lm.default_notice import default_model_notice
 from sigform.lm.history import HistoryEntry, inspect_history
@@ -378,29 +377,11 @@ class LM:
 
     def __call__(self, messages: list[Message] | str, **kwargs: Any) -> list[Completion]:
         """Send ``messages``; return ``n`` completions (default 1)."""
-        call = self._prepare(messages, kwargs)
-        cached = call.before()
-        if cached is not None:
-            return call.done(cached, cache_hit=True)
-        try:
-            completions = calls.complete_n(call.route, call.request, call.n, call.policy, self.model)
-        except LMError as exc:
-            call.failed(exc)
-            raise
-        return call.done(completions)
+        return self._prepare(messages, kwargs).run()
 
     async def acall(self, messages: list[Message] | str, **kwargs: Any) -> list[Completion]:
         """Async :meth:`__call__` (native async I/O, no thread per call)."""
-        call = self._prepare(messages, kwargs)
-        cached = call.before()
-        if cached is not None:
-            return call.done(cached, cache_hit=True)
-        try:
-            completions = await calls.acomplete_n(call.route, call.request, call.n, call.policy, self.model)
-        except LMError as exc:
-            call.failed(exc)
-            raise
-        return call.done(completions)
+        return await self._prepare(messages, kwargs).arun()
 
     # -- streaming -------------------------------------------------------------------------
 

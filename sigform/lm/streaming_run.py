@@ -18,18 +18,15 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sigform.errors import ProviderError
-from sigform.lm import calls
 from sigform.lm.interface import Completion
+from sigform.lm.lifecycle import Call, atop_up, top_up
 from sigform.lm.request import Request
 from sigform.lm.retry import Attempts
 from sigform.lm.routing import explained, rebased
 from sigform.lm.streaming import StreamAccumulator, StreamDelta
-
-if TYPE_CHECKING:
-    from sigform.lm.lifecycle import Call
 
 __all__ = ["arun_stream", "run_stream"]
 
@@ -185,7 +182,7 @@ def run_stream(call: Call) -> Iterator[StreamDelta | list[Completion]]:
                     time.sleep(step.seconds)
                 else:
                     route, policy = call.route, call.policy
-                    steps.answer = calls.top_up(route, step.request, step.missing, policy, call.lm.model)
+                    steps.answer = top_up(route, step.request, step.missing, policy, call.lm.model)
             except Exception as exc:
                 steps.error = exc
     finally:
@@ -220,7 +217,7 @@ async def arun_stream(call: Call) -> AsyncIterator[StreamDelta | list[Completion
                     await asyncio.sleep(step.seconds)
                 else:
                     route, policy, model = call.route, call.policy, call.lm.model
-                    steps.answer = await calls.atop_up(route, step.request, step.missing, policy, model)
+                    steps.answer = await atop_up(route, step.request, step.missing, policy, model)
             except Exception as exc:
                 steps.error = exc
     finally:

@@ -814,11 +814,11 @@ def test_sigform_lm_retry_waits_as_long_as_the_provider_asked(
     name: str, streamed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import sigform
-    import sigform.lm.calls
+    import sigform.lm.lifecycle
     import sigform.lm.streaming_run
 
     waits: list[float] = []
-    for module in (sigform.lm.calls, sigform.lm.streaming_run):
+    for module in (sigform.lm.lifecycle, sigform.lm.streaming_run):
         monkeypatch.setattr(module.time, "sleep", waits.append)  # record instead of waiting 7 s
     provider = PROVIDERS[name]
     with provider.fake(ErrorReply(429, "Slow down.", retry_after=7), Reply("Paris.")) as fake:
