@@ -99,7 +99,10 @@ class XMLAdapter(Adapter):
         self-closing form when the text ends with the ``<`` that only that stop leaves."""
         stops = self.stop_sequences(signature)
         text = completion.text
-        if not stops or kwargs.get("stop") != stops or completion.finish_reason != "stop" or not text:
+        # ours come last: a text model's request lists its document's record stop first
+        sent = kwargs.get("stop")
+        ours = bool(stops) and isinstance(sent, (list, tuple)) and list(sent[-len(stops) :]) == stops
+        if not ours or completion.finish_reason != "stop" or not text:
             return completion
         tag = stops[0]
         opened = max(text.rfind(f"<{tag[2:-1]}>"), text.rfind(f"<{tag[2:-1]} "))

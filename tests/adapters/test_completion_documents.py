@@ -90,6 +90,15 @@ def test_the_xml_adapter_puts_its_first_tag_back() -> None:
     assert "<due_date/>" in lm.last_messages[0]["content"]  # a null demo value, self-closed
 
 
+def test_the_xml_adapter_puts_back_its_stop_after_the_documents_own() -> None:
+    # a server ends the answer at the last closing tag and leaves it out; the text request's stop
+    # list starts with the document's record stop, then the XML adapter's
+    answer = ">Redwood</vendor>\n<total>3150</total>\n<currency>USD</currency>\n<due_date>2025-09-09"
+    pred, lm = run(sf.XMLAdapter(), answer)
+    assert {k: pred[k] for k in WANT} == WANT
+    assert lm.last_kwargs["stop"][0] == "\n\nText:" and "</due_date>" in lm.last_kwargs["stop"]
+
+
 def test_a_chat_model_gets_chat_messages() -> None:
     lm = ScriptedLM(["{" + RECORD + "}"])
     pred = sf.Predict(Invoice, lm=lm, demos=DEMOS, adapter=sf.JSONAdapter())(text=NEW)
