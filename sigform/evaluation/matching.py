@@ -55,7 +55,7 @@ class Comparison:
             raise ValueError(f"float_tolerance must be a non-negative number or None, got {tol!r}")
 
 
-def _type_adapter(annotation: object) -> Any:
+def _type_adapter(annotation: Any) -> Any:
     key = cache_key(annotation)
     with _adapters_lock:
         found = _adapters.get(key)

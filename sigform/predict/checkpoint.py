@@ -104,7 +104,7 @@ def row_key(digest: str, inputs: Mapping[str, object]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _declared_outputs(program: Any) -> dict[str, object]:
+def _declared_outputs(program: Any) -> dict[str, Any]:
     """Output field name -> declared type, over the program's signatures (a name two predictors
     declare with different types is left out: no one type to restore it with)."""
     found: dict[str, Any] = {}
@@ -136,7 +136,7 @@ class _Codec:
 
     def __init__(
         self,
-        declared: Mapping[str, object],
+        declared: Mapping[str, Any],
         exact: tuple[str, ...] | None = None,
         result: type[Prediction] = Prediction,
     ) -> None:

@@ -160,7 +160,7 @@ def save_program(program: Module, path: str | Path) -> Path:
     return target
 
 
-def _as_type(annotation: object, value: object) -> object:
+def _as_type(annotation: Any, value: object) -> object:
     from pydantic import TypeAdapter
 
     return TypeAdapter(annotation).validate_python(value)

@@ -212,7 +212,7 @@ def _with_constraints(spec: FieldSpec) -> object:
         metadata = Field(**spec.constraints).metadata
         params = (annotation, *metadata)  # as a name: mypy reads `X[(a, *b)]` as 3.11-only syntax
         # Any: an Annotated special form built at run time, which pydantic 2.14's TypeForm rejects
-        constrained: object = Annotated[params] if metadata else annotation
+        constrained: Any = Annotated[params] if metadata else annotation
         TypeAdapter(constrained)
     except Exception as exc:  # pydantic raises several types here; report them uniformly
         raise SignatureError(

@@ -67,7 +67,7 @@ def json_schema(annotation: object) -> dict[str, Any]:
     return copy.deepcopy(hit[0])
 
 
-def _build(annotation: object) -> dict[str, object]:
+def _build(annotation: Any) -> dict[str, object]:
     from pydantic import TypeAdapter
 
     raw = probe(f"JSON schema of {annotation!r}", TypeAdapter(annotation).json_schema, None)

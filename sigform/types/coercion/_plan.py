@@ -84,7 +84,7 @@ def plan_for(annotation: object) -> Node:
         return _PLANS.setdefault(key, (node, annotation))[0]
 
 
-def adapter_for(annotation: object) -> Any:
+def adapter_for(annotation: Any) -> Any:
     """A cached pydantic ``TypeAdapter`` for ``annotation``, or ``None`` if pydantic cannot build one."""
     key = cache_key(annotation)
     hit = _ADAPTERS.get(key)
