@@ -36,7 +36,7 @@ _TRANSPORT_ERRORS = ("TransportError", "Unreachable", "TimedOut", "StatusError",
 def test_every_exception_class_in_sigform_is_a_sigform_error() -> None:
     internal = {"sigform.types.coercion._plan.Invalid"}  # never escapes coerce()
     # the fast path's failures, mapped to LMError by the LM (errors_map) like litellm's
-    internal |= {f"sigform.lm.transport.{name}" for name in _TRANSPORT_ERRORS}
+    internal |= {f"sigform.lm.wire.{name}" for name in _TRANSPORT_ERRORS}
     offenders = []
     for module in _all_modules():
         for _, obj in inspect.getmembers(module, inspect.isclass):

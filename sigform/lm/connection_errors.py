@@ -1,6 +1,6 @@
 """Describe a failure to reach an endpoint: which URL, and what the operating system said.
 
-The fast path reports every such failure as :class:`~sigform.lm.transport.Unreachable`, the openai
+The fast path reports every such failure as :class:`~sigform.lm.wire.Unreachable`, the openai
 SDK as ``Connection error.``, and litellm re-raises it as an ``InternalServerError`` with HTTP
 status 500 although no response ever came. The real cause is further down the exception chain
 (``httpx.ConnectError`` -> ``ConnectionRefusedError``, ``socket.gaierror``, ``ssl.SSLError``); this

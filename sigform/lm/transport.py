@@ -27,176 +27,39 @@ answer) or :class:`TimedOut`, which :mod:`sigform.lm.errors_map` maps like any p
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import http.client
-import json
 import os
 import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
-from urllib.parse import unquote
 
 from sigform import runtime
-from sigform.lm.credentials import memoised_by_url, split_url
 from sigform.lm.http11 import Connections, proxy_auth, proxy_for
 from sigform.lm.request import Request
-from sigform.lm.response import MalformedResponseError, chunk_not_json, parse_body
+from sigform.lm.response import MalformedResponseError, parse_body
+from sigform.lm.wire import (
+    DONE,
+    FAST_PROVIDERS,
+    Outgoing,
+    StatusError,
+    TimedOut,
+    TransportError,
+    Unreachable,
+    chunk_of,
+    request_model_name,
+)
 
 __all__ = ["FAST_PROVIDERS", "StatusError", "TimedOut", "Transport", "Unreachable", "request_model_name"]
 
-# model prefixes whose endpoints speak the OpenAI chat-completions protocol
-FAST_PROVIDERS = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile", "local", "openai_like"})
-_PLACEHOLDER_KEY = "sk-no-key-required"  # OpenAI-compatible local servers ignore the key
-_DEFAULT_BASES = {"lm_studio": "http://localhost:1234/v1", "llamafile": "http://127.0.0.1:8080/v1"}
-_OPENAI_API = "https://api.openai.com/v1"
 _CONNECT_S, _READ_S = 5.0, 600.0  # without a timeout: 5 s to connect, 10 minutes to answer
 # bytes of one answer, or of one line of a stream: a larger one is refused, never held in memory
 # whole (a server sending without end grew a process past 3 GB in 40 s)
 _MAX_BODY = 64 * 1024 * 1024
 _MAX_CONNECTIONS = 1000
 _DEFAULT_TIMEOUT: Any = None  # aiohttp.ClientTimeout of _CONNECT_S / _READ_S, made with the first session
-
-
-class TransportError(Exception):
-    """A request that got no completion; ``url`` is where it went (shown without credentials).
-    Never seen by users: the LM maps it (:mod:`sigform.lm.errors_map`)."""
-
-    def __init__(self, message: str, url: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.url = url
-
-
-class Unreachable(TransportError):
-    """No answer came: the connection failed, or the server closed it (the cause says which)."""
-
-
-class TimedOut(TransportError, TimeoutError):
-    """No answer within the timeout."""
-
-
-class StatusError(TransportError):
-    """The server answered with an error status; ``body`` is its JSON error object (or text)."""
-
-    def __init__(self, status_code: int, headers: Any, raw: bytes, url: str) -> None:
-        text = raw.decode("utf-8", "replace").strip()
-        try:
-            body: Any = json.loads(text)
-        except ValueError:
-            body = text or None
-        super().__init__(f"Error code: {status_code} - {body if body is not None else ''}", url)
-        self.status_code = status_code
-        self.headers = headers
-        self.body = body.get("error", body) if isinstance(body, dict) else body
-
-
-class StreamError(TransportError):
-    """The server sent an ``error`` event in the middle of a stream."""
-
-    def __init__(self, error: Any) -> None:
-        message = error.get("message") if isinstance(error, dict) else None
-        super().__init__(message if isinstance(message, str) else str(error), "")
-        self.body = error
-
-
-def request_model_name(model: str) -> str:
-    """The model name the server sees: the provider prefix removed (``openai/x`` -> ``x``)."""
-    prefix, sep, rest = model.partition("/")
-    return rest if sep and prefix in FAST_PROVIDERS else model
-
-
-@memoised_by_url  # asked on every keyless request (local servers)
-def _openai_host(url: str) -> bool:
-    try:
-        return split_url(url).hostname == "api.openai.com"  # not urlsplit: its memo keeps the URL
-    except ValueError:  # a malformed URL ("http://[::1/v1") is the request's to report, with the model
-        return False
-
-
-def _is_openai_api(req: Request, base: str | None) -> bool:
-    """Whether ``req`` goes to OpenAI's own API (the default endpoint, or named)."""
-    if base is None:
-        if req.provider != "openai":
-            return False
-        base = os.environ.get("OPENAI_BASE_URL") or _OPENAI_API
-    return _openai_host(base)
-
-
-class _Outgoing:
-    """One request as it goes on the wire: URL, headers, body and timeout."""
-
-    __slots__ = ("content", "headers", "timeout", "url")
-
-    def __init__(self, req: Request, stream: bool = False) -> None:
-        base = req.api_base or _DEFAULT_BASES.get(req.provider)
-        key = req.api_key.get() if req.api_key is not None else None
-        if not key and req.provider == "openai":
-            key = os.environ.get("OPENAI_API_KEY")
-        if not key and _is_openai_api(req, base):
-            from sigform.lm.errors_map import missing_key_error
-
-            # the placeholder is for local servers: OpenAI's own API would refuse it with an
-            # "incorrect API key sk-no-k..." 401 that hides what to set
-            raise missing_key_error(req.model)
-        if base is None:
-            base = (os.environ.get("OPENAI_BASE_URL") if req.provider == "openai" else None) or _OPENAI_API
-        headers = {
-            "Authorization": f"Bearer {key or _PLACEHOLDER_KEY}",
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream" if stream else "application/json",
-            "User-Agent": "sigform",
-        }
-        for name, header in (("organization", "OpenAI-Organization"), ("project", "OpenAI-Project")):
-            cred = req.connection.get(name)
-            value = cred.get() if cred is not None else None
-            if value is not None:
-                headers[header] = str(value)
-        url = f"{base.rstrip('/')}/"
-        scheme, at, rest = url.partition("://")
-        userinfo, sep, host = rest.partition("@")
-        if sep and "/" not in userinfo:  # credentials in the URL: HTTP basic auth, as httpx sent
-            user, _, password = userinfo.partition(":")
-            pair = f"{unquote(user)}:{unquote(password)}".encode()
-            headers["Authorization"] = f"Basic {base64.b64encode(pair).decode('ascii')}"
-            url = f"{scheme}{at}{host}"  # and never in a library's error message
-        headers.update(req.headers)
-        prompt = getattr(req, "prompt", None)  # a text completion (see the module docstring)
-        body: dict[str, Any] = {"model": request_model_name(req.model)}
-        if prompt is None:
-            body["messages"] = req.messages
-        else:
-            body["prompt"] = prompt
-        body.update(req.params)
-        if stream:
-            body["stream"] = True
-            body.setdefault("stream_options", {"include_usage": True})
-        self.url = url + ("chat/completions" if prompt is None else "completions")
-        self.headers = headers
-        self.content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self.timeout = req.timeout
-
-
-_DONE: Any = object()
-
-
-def _chunk(line: str) -> Any:
-    """The chunk a server-sent line carries: a dict, None for other lines (comments, event names,
-    blank separators), ``_DONE`` for ``data: [DONE]``."""
-    if not line.startswith("data:"):
-        return None
-    data = line[5:].strip()
-    if data == "[DONE]":
-        return _DONE
-    try:
-        chunk = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise chunk_not_json(exc) from None
-    if isinstance(chunk, dict) and chunk.get("error"):
-        raise StreamError(chunk["error"])
-    return chunk
 
 
 async def _lines(content: Any) -> AsyncIterator[str]:
@@ -211,10 +74,6 @@ async def _lines(content: Any) -> AsyncIterator[str]:
             yield line.decode("utf-8").rstrip("\r")
     if pending:
         yield pending.decode("utf-8")
-
-
-def _too_large(what: str) -> MalformedResponseError:
-    return MalformedResponseError(f"{what} is larger than {_MAX_BODY >> 20} MiB; it was not read")
 
 
 def _read(response: Any, url: str, seconds: float) -> bytes:
@@ -312,7 +171,7 @@ class Transport:
     def complete(self, req: Request) -> tuple[dict[str, Any], float | None]:
         """Send ``req``; the JSON body and the cost (unknown here: None). Credentials are
         resolved in the caller's thread, whichever thread sends."""
-        out = _Outgoing(req)
+        out = Outgoing(req)
         with self._lock:
             self._in_flight += 1
             crowded = self._in_flight > 1
@@ -324,7 +183,7 @@ class Transport:
             with self._lock:
                 self._in_flight -= 1
 
-    def _post(self, out: _Outgoing) -> bytes:
+    def _post(self, out: Outgoing) -> bytes:
         connect_s, read_s = _limits(out.timeout)
         with _sync_failures(out.url), self._sync_client().post(
             out.url, out.headers, out.content, connect_s, read_s
@@ -335,9 +194,9 @@ class Transport:
         return data
 
     async def acomplete(self, req: Request) -> tuple[dict[str, Any], float | None]:
-        return await self._apost(_Outgoing(req)), None
+        return await self._apost(Outgoing(req)), None
 
-    async def _apost(self, out: _Outgoing) -> dict[str, Any]:
+    async def _apost(self, out: Outgoing) -> dict[str, Any]:
         session = await self._session()
         async with _failures(out.url), session.post(out.url, **_aiohttp_options(out)) as response:
             data = await _aread(response, out.url, _limits(out.timeout)[1])
@@ -347,7 +206,7 @@ class Transport:
 
     def stream(self, req: Request) -> Iterator[dict[str, Any]]:
         """Chunk dicts of a streamed response."""
-        out = _Outgoing(req, stream=True)
+        out = Outgoing(req, stream=True)
         connect_s, read_s = _limits(out.timeout)
         with _sync_failures(out.url), self._sync_client().post(
             out.url, out.headers, out.content, connect_s, read_s
@@ -358,8 +217,8 @@ class Transport:
             while line := response.readline(_MAX_BODY + 1):
                 if len(line) > _MAX_BODY:
                     raise _too_large("a streamed line")
-                chunk = _chunk(line.decode("utf-8").rstrip("\r\n"))
-                if chunk is _DONE:
+                chunk = chunk_of(line.decode("utf-8").rstrip("\r\n"))
+                if chunk is DONE:
                     # to its end, so the connection is reused; past the bounds it is closed instead
                     with contextlib.suppress(TransportError, MalformedResponseError):
                         _read(response, out.url, read_s)
@@ -368,15 +227,15 @@ class Transport:
                     yield chunk
 
     async def astream(self, req: Request) -> AsyncIterator[dict[str, Any]]:
-        out = _Outgoing(req, stream=True)
+        out = Outgoing(req, stream=True)
         session = await self._session()
         async with _failures(out.url), session.post(out.url, **_aiohttp_options(out)) as response:
             if response.status >= 400:
                 error = await _aread(response, out.url, _limits(out.timeout)[1])
                 raise StatusError(response.status, response.headers, error, out.url)
             async for line in _lines(response.content):
-                chunk = _chunk(line)
-                if chunk is _DONE:
+                chunk = chunk_of(line)
+                if chunk is DONE:
                     return
                 if chunk is not None:
                     yield chunk
@@ -458,7 +317,7 @@ def _new_session() -> Any:
     return aiohttp.ClientSession(connector=connector, trust_env=False)
 
 
-def _aiohttp_options(out: _Outgoing) -> dict[str, Any]:
+def _aiohttp_options(out: Outgoing) -> dict[str, Any]:
     """``session.post``'s keywords for ``out``: body, headers, timeouts and the environment's
     proxy (looked up here: the session does not, see :func:`_new_session`)."""
     import aiohttp
@@ -495,3 +354,7 @@ def get_backend() -> Transport:
     if _backend is None:
         _backend = Transport()
     return _backend
+
+
+def _too_large(what: str) -> MalformedResponseError:
+    return MalformedResponseError(f"{what} is larger than {_MAX_BODY >> 20} MiB; it was not read")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import sigform as sf
-from sigform.lm import capabilities, credentials, transport
+from sigform.lm import capabilities, credentials, wire
 from sigform.lm.request import Request
 
 pytestmark = pytest.mark.skipif(sys.implementation.name != "cpython", reason="counts CPython references")
@@ -38,7 +38,7 @@ def fresh(template: str) -> str:
         credentials.url_credential_parts,
         lambda url: capabilities.endpoint_key("openai/m", url),
         # asked before a fast-path request that found no key (is it OpenAI's own API?)
-        lambda url: transport._is_openai_api(Request("m", "openai", [], {}, api_base=url), url),
+        lambda url: wire.is_openai_api(Request("m", "openai", [], {}, api_base=url), url),
     ],
     ids=[
         "redact_url",
