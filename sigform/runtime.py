@@ -152,7 +152,7 @@ def on_fork(reset: Callable[[], None]) -> None:
         _fork_resets.append(reset)
 
 
-def forget_after_fork(obj: Any) -> None:
+def forget_after_fork(obj: object) -> None:
     """Call ``obj._after_fork()`` in every child forked while ``obj`` lives."""
     _forgetful.add(obj)
 

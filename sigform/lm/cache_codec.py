@@ -22,7 +22,7 @@ _MAGIC = b"sigform-completions/1\n"
 _USAGE_INTS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens")
 
 
-def _usage(u: Usage) -> dict[str, Any]:
+def _usage(u: Usage) -> dict[str, object]:
     return {name: getattr(u, name) for name in (*_USAGE_INTS, "cost")}
 
 
@@ -53,7 +53,7 @@ def encode(completions: list[Completion]) -> bytes:
     )
 
 
-def _text(entry: Mapping[str, Any], name: str, *, optional: bool = True) -> str | None:
+def _text(entry: Mapping[str, object], name: str, *, optional: bool = True) -> str | None:
     value = entry.get(name)
     if value is None and optional:
         return None
@@ -62,13 +62,13 @@ def _text(entry: Mapping[str, Any], name: str, *, optional: bool = True) -> str 
     return value
 
 
-def _count(value: Any, name: str) -> int:
+def _count(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise CacheEntryError(f"usage {name!r} is not a count")
     return value
 
 
-def _decode_usage(raw: Any) -> Usage:
+def _decode_usage(raw: object) -> Usage:
     if not isinstance(raw, Mapping):
         raise CacheEntryError("usage is not an object")
     cost = raw.get("cost")
@@ -85,7 +85,7 @@ def _decode_usage(raw: Any) -> Usage:
     )
 
 
-def _decode_tool_call(raw: Any) -> ToolCall:
+def _decode_tool_call(raw: object) -> ToolCall:
     if not isinstance(raw, Mapping):
         raise CacheEntryError("tool call is not an object")
     args = raw.get("arguments")
@@ -94,7 +94,7 @@ def _decode_tool_call(raw: Any) -> ToolCall:
     return ToolCall(name=_text(raw, "name", optional=False) or "", arguments=args, id=_text(raw, "id"))
 
 
-def _decode_one(raw: Any) -> Completion:
+def _decode_one(raw: object) -> Completion:
     if not isinstance(raw, Mapping):
         raise CacheEntryError("completion is not an object")
     calls = raw.get("tool_calls", [])
@@ -127,7 +127,7 @@ def _rebuild(raw: dict[str, Any]) -> Completion:
     )
 
 
-def decode(blob: Any, *, trusted: bool = False) -> list[Completion]:
+def decode(blob: object, *, trusted: bool = False) -> list[Completion]:
     """The completions stored in ``blob``, or :class:`CacheEntryError`. ``trusted``: the blob
     was encoded by this process (the memory layer), so its fields are not checked again."""
     if isinstance(blob, memoryview):

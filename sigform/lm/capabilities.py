@@ -232,7 +232,7 @@ def _read_file(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
     return sections
 
 
-def _valid(key: Any, entry: Any, now: float) -> bool:
+def _valid(key: object, entry: object, now: float) -> bool:
     if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or not isinstance(entry, dict):
         return False
     checked = entry.get("checked")
@@ -241,12 +241,12 @@ def _valid(key: Any, entry: Any, now: float) -> bool:
     return now - TTL_SECONDS < checked <= now + 60
 
 
-def _mode_entry(entry: dict[str, Any]) -> dict[str, Any] | None:
+def _mode_entry(entry: dict[str, Any]) -> dict[str, object] | None:
     best = entry.get("best")
     return {"best": best} if isinstance(best, str) and best in MODES else None
 
 
-def _facts_entry(entry: dict[str, Any]) -> dict[str, Any] | None:
+def _facts_entry(entry: dict[str, Any]) -> dict[str, object] | None:
     facts = {name: entry.get(name) for name in _SERVER_FACTS}
     model_type, grammar = facts["model_type"], facts["grammar"]
     ok = (model_type is None or isinstance(model_type, str)) and model_type in _SERVER_FACTS["model_type"]

@@ -99,7 +99,7 @@ class Credential:
     kind: str  # "literal", "env", "cmd" or "callable"
     source: str | None  # the variable name, command or function name; None for a literal
 
-    def __init__(self, name: str, value: Any, *, secret: bool | None = None, timeout: float = CMD_TIMEOUT):
+    def __init__(self, name: str, value: object, *, secret: bool | None = None, timeout: float = CMD_TIMEOUT):
         self.name = name
         self.secret = is_secret_name(name) if secret is None else secret
         self.timeout = timeout
@@ -178,7 +178,7 @@ class Credential:
         return out
 
     @classmethod
-    def literal(cls, name: str, value: Any, *, secret: bool | None = None) -> Credential:
+    def literal(cls, name: str, value: object, *, secret: bool | None = None) -> Credential:
         """A setting that is exactly ``value``: never read as ``env:``/``cmd:`` or as the name of
         an environment variable (for values from untrusted places, such as a saved program)."""
         cred = cls(name, None, secret=secret)
@@ -280,7 +280,7 @@ def is_secret_header(name: str) -> bool:
     return bool(_SECRET_HEADER.search(name))
 
 
-def secret_header_values(headers: Mapping[str, Any] | None) -> list[str]:
+def secret_header_values(headers: Mapping[str, object] | None) -> list[str]:
     """The credential values of ``headers``: whole values and the token after an auth scheme."""
     out: list[str] = []
     for name, value in (headers or {}).items():
@@ -414,7 +414,7 @@ def memoised_by_url(compute: Callable[[str], T]) -> Callable[[str], T]:
 _MEMO_KEY = os.urandom(32)
 
 
-def _remember(memo: dict[Any, T], key: Any, value: T) -> T:
+def _remember(memo: dict[Any, T], key: object, value: T) -> T:
     if len(memo) >= 64:  # endpoints are few; forget them all rather than grow
         memo.clear()
     memo[key] = value
@@ -433,6 +433,6 @@ def strip_url_credentials(url: str) -> str:
     return _rewrite_url(url, None)
 
 
-def resolve_value(value: Any) -> Any:
+def resolve_value(value: object) -> Any:
     """A Credential's value, or ``value`` itself."""
     return value.get() if isinstance(value, Credential) else value

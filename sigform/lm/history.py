@@ -38,7 +38,7 @@ def active_report() -> Any:
     return _active_report.get()
 
 
-def reporting(report: Any) -> AbstractContextManager[None]:
+def reporting(report: object) -> AbstractContextManager[None]:
     """Make ``report`` the :func:`active_report` while the request is sent."""
     if report is None and _active_report.get() is None:
         return _UNCHANGED  # the common case (nothing pruned, no outer report): nothing to set
@@ -49,7 +49,7 @@ _UNCHANGED = nullcontext()
 
 
 @contextmanager
-def _reporting(report: Any) -> Iterator[None]:
+def _reporting(report: object) -> Iterator[None]:
     token = _active_report.set(report)
     try:
         yield
@@ -100,7 +100,7 @@ def global_history() -> list[HistoryEntry]:
         return list(_global)
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):

@@ -169,7 +169,7 @@ class Call:
         )
         self._emit("error", error=error, latency=latency)
 
-    def _emit(self, event: str, **payload: Any) -> None:
+    def _emit(self, event: str, **payload: object) -> None:
         callbacks = self.lm.options.callbacks
         if not hooks.active_callbacks(callbacks):
             return  # nobody listens: skip building the event

@@ -23,7 +23,7 @@ __all__ = ["LMOptions"]
 _SAVED = "saved"
 
 
-def _saved(how: str, *types: type) -> dict[str, Any]:
+def _saved(how: str, *types: type) -> dict[str, object]:
     return {_SAVED: (how, types)}
 
 

@@ -39,7 +39,7 @@ def _number(lo: float | None, hi: float | None) -> Callable[[Any], bool]:
     return check
 
 
-def _stop_ok(v: Any) -> bool:
+def _stop_ok(v: object) -> bool:
     if isinstance(v, str):
         return v != ""
     return isinstance(v, (list, tuple)) and all(isinstance(s, str) and s for s in v)
@@ -72,7 +72,7 @@ class ParamSpec:
     def path(self) -> tuple[str, ...]:
         return tuple(self.name.split("."))
 
-    def validate(self, value: Any, model: str | None = None) -> Any:
+    def validate(self, value: object, model: str | None = None) -> Any:
         """Return ``value`` if valid; else raise :class:`ParameterError` naming the setting."""
         if value is None:
             return value
@@ -94,7 +94,7 @@ class ParamSpec:
             )
         return value
 
-    def accepts(self, value: Any) -> bool:
+    def accepts(self, value: object) -> bool:
         """Whether the model takes this value (False when the setting does not apply to it)."""
         if not self.applies:
             return False
@@ -175,7 +175,7 @@ class ParameterWarning(UserWarning):
 
 def applicable(
     schema: Mapping[str, ParamSpec],
-    params: dict[str, Any],
+    params: Mapping[str, object],
     model: str,
     *,
     strict: bool,
@@ -185,7 +185,7 @@ def applicable(
     """``params`` without None values and the settings that do not apply to ``model``: each
     dropped with one warning per name in ``warned`` (an error when ``strict``); invalid values
     raise :class:`ParameterError`."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, value in params.items():
         spec = schema.get(name)
         if spec is None or value is None:

@@ -328,7 +328,7 @@ def limited_route(route: Route, limiter: RateLimiter | None) -> Route:
 _wrapped: dict[int, tuple[Route, RateLimiter, Route]] = {}
 
 
-def check_limiter(limiter: Any) -> None:
+def check_limiter(limiter: object) -> None:
     """Refuse a ``rate_limit=`` that is not a :class:`RateLimiter`, saying what one is and, for a
     number or a rate written as text ("60/min"), which of ``rpm=`` / ``tpm=`` says it."""
     if limiter is None or isinstance(limiter, RateLimiter):
@@ -350,7 +350,7 @@ def check_limiter(limiter: Any) -> None:
     )
 
 
-def _per_minute(value: Any) -> str | None:
+def _per_minute(value: object) -> str | None:
     """A positive number, or a rate written as "N/unit" (s, sec, min, minute, h, hour, day ...),
     as the per-minute figure to write ("600", "1000/60"); None when it is neither (only used to
     suggest the setting, never as a limit)."""

@@ -86,7 +86,7 @@ class Request:
         return replace(self, params=params)
 
 
-def normalise(value: Any) -> Any:
+def normalise(value: object) -> Any:
     """A JSON-ready canonical form: integral floats become ints (``0 == 0.0``), tuples lists,
     pydantic models their JSON schema, other objects their repr."""
     if value is None or isinstance(value, (str, bool)):
@@ -212,7 +212,7 @@ def credential_identity(request: Request) -> bytes:
     send), every connection setting (``organization``, ``project`` ...) and every header. Raises
     :class:`~sigform.lm.credentials.CredentialError` when a credential cannot be resolved."""
     if request.api_key is not None:
-        key: Any = request.api_key.get()
+        key: object = request.api_key.get()
     else:
         prefixes = (f"{request.provider.upper()}_", "OPENAI_API_KEY")
         key = {k: v for k, v in os.environ.items() if k.startswith(prefixes) and is_secret_name(k)}
@@ -230,7 +230,7 @@ def _endpoint_urls(request: Request) -> list[str]:
     return [request.api_base] if request.api_base else list(_ambient_urls(request.provider).values())
 
 
-def cache_key(request: Request, endpoint: str | None = None, *, rollout_id: Any = None) -> str:
+def cache_key(request: Request, endpoint: str | None = None, *, rollout_id: object = None) -> str:
     """The full request identity as a hex digest: the API (chat or text completions; the
     request's own unless given), model, provider, the effective endpoint
     (:func:`endpoint_identity`: the api_base, or the environment's for the provider's default),
@@ -254,7 +254,7 @@ def cache_key(request: Request, endpoint: str | None = None, *, rollout_id: Any 
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def response_format_dict(fmt: Any) -> Any:
+def response_format_dict(fmt: object) -> Any:
     """A pydantic model class as an OpenAI ``json_schema`` response format; dicts unchanged."""
     if isinstance(fmt, type) and hasattr(fmt, "model_json_schema"):
         return {

@@ -98,7 +98,7 @@ def _failed_value(cause: BaseException) -> str | None:
         return None
 
 
-def _count(name: str, value: Any) -> int:
+def _count(name: str, value: object) -> int:
     if value is None:
         return 0
     if isinstance(value, str) and value.isascii() and value.isdigit():
@@ -108,7 +108,7 @@ def _count(name: str, value: Any) -> int:
     return int(value)
 
 
-def decode_arguments(raw: Any) -> Mapping[str, Any] | str:
+def decode_arguments(raw: object) -> Mapping[str, Any] | str:
     """Tool-call arguments as a dict when they are a JSON object, else the raw string."""
     if isinstance(raw, Mapping):
         return dict(raw)
@@ -121,7 +121,7 @@ def decode_arguments(raw: Any) -> Mapping[str, Any] | str:
     return value if isinstance(value, dict) else raw
 
 
-def text_of(content: Any) -> str:
+def text_of(content: object) -> str:
     """Message content as text (list-of-parts content is joined)."""
     if content is None:
         return ""
@@ -138,7 +138,7 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
-def reasoning_of(message: Mapping[str, Any]) -> str | None:
+def reasoning_of(message: Mapping[str, object]) -> str | None:
     """The reasoning text of a message or delta, if the provider sent any."""
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)
@@ -155,7 +155,7 @@ def reasoning_of(message: Mapping[str, Any]) -> str | None:
     return None
 
 
-def parse_usage(usage: Mapping[str, Any] | None, cost: float | None = None) -> Usage:
+def parse_usage(usage: Mapping[str, object] | None, cost: float | None = None) -> Usage:
     """A :class:`Usage` from an OpenAI-shaped ``usage`` object (missing fields count 0)."""
     if not usage:
         return Usage(cost=cost)
@@ -181,7 +181,7 @@ def finish_reason(reason: str | None, tool_calls: tuple[ToolCall, ...]) -> str |
     return "tool_calls" if tool_calls and reason == "stop" else reason
 
 
-def _tool_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...]:
+def _tool_calls(message: Mapping[str, object]) -> tuple[ToolCall, ...]:
     calls = message.get("tool_calls") or []
     if not isinstance(calls, (list, tuple)):
         raise MalformedResponseError("tool_calls is not a list")

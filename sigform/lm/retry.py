@@ -14,7 +14,6 @@ import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from sigform.errors import LMError
 from sigform.excerpt import shorten
@@ -28,7 +27,7 @@ __all__ = ["MAX_RETRIES", "Attempts", "RetryPolicy", "check_limits"]
 MAX_RETRIES = 50
 
 
-def check_limits(*, num_retries: Any = 0, timeout: Any = None, retry_delay: Any = 0.0) -> None:
+def check_limits(*, num_retries: object = 0, timeout: object = None, retry_delay: object = 0.0) -> None:
     """Refuse retry and timeout settings that cannot work (a negative timeout failed only at call
     time with a raw ValueError; negative retries were taken as none), naming the setting."""
     from sigform.lm.params import ParameterError

@@ -64,14 +64,14 @@ def _warn(where: str, what: str) -> None:
     warnings.warn(f"{where}: {what}", SavedStateWarning, stacklevel=4)
 
 
-def _is_reference(value: Any) -> bool:
+def _is_reference(value: object) -> bool:
     return isinstance(value, str) and value.strip().startswith(("env:", "cmd:"))
 
 
 def lm_state(lm: LM) -> dict[str, Any]:
     """The JSON-ready description of ``lm`` a saved program keeps: never a credential or a
     reference to one (the endpoint URL loses its ``user:pass@`` and ``?key=`` parts)."""
-    state: dict[str, Any] = {"model": lm.model, "kwargs": dict(lm.kwargs)}
+    state: dict[str, object] = {"model": lm.model, "kwargs": dict(lm.kwargs)}
     if lm._api_base is not None and lm._api_base.state() is not None:
         state["api_base"] = lm._api_base.state()
         removed = url_credential_parts(lm._api_base.get())
@@ -104,11 +104,11 @@ def credential_fields(state: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def request_options(config: Mapping[str, Any], where: str) -> dict[str, Any]:
+def request_options(config: Mapping[str, object], where: str) -> dict[str, Any]:
     """The saved options a loader applies: known request parameters and sigform's per-call
     options; anything else (a credential, a header, an endpoint or an unknown name that a provider
     library might read as one) is dropped with a warning."""
-    kept: dict[str, Any] = {}
+    kept: dict[str, object] = {}
     dropped = []
     for name, value in config.items():
         if (
@@ -137,7 +137,7 @@ def request_options(config: Mapping[str, Any], where: str) -> dict[str, Any]:
     return kept
 
 
-def _option(state: Mapping[str, Any], name: str, where: str) -> Any:
+def _option(state: Mapping[str, object], name: str, where: str) -> object:
     value = state[name]
     types = _OPTIONS[name][1]
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
@@ -240,7 +240,7 @@ def _printable(value: str, what: str, where: str) -> str:
     )
 
 
-def _removed_parts(state: Mapping[str, Any], where: str) -> list[str]:
+def _removed_parts(state: Mapping[str, object], where: str) -> list[str]:
     """The saved list of credential parts removed from the endpoint URL, checked."""
     removed = state.get(REMOVED)
     if removed is None:

@@ -136,7 +136,7 @@ class StreamAccumulator:
         return out
 
 
-def _raw(chunk: Any) -> str:
+def _raw(chunk: object) -> str:
     import json
 
     try:
@@ -148,11 +148,11 @@ def _raw(chunk: Any) -> str:
 _JSON_KINDS: dict[type, str] = {dict: "object", list: "list", str: "string"}
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return "a JSON " + _JSON_KINDS.get(type(value), type(value).__name__)
 
 
-def check_chunk(chunk: Any) -> None:
+def check_chunk(chunk: object) -> None:
     """Raise :class:`MalformedResponseError` unless ``chunk`` has the shape of a chat-completion
     chunk: an object whose ``choices`` (if any) are objects with a numeric ``index``, an object
     ``delta`` whose ``tool_calls`` are objects with an object ``function``, and a readable ``usage``."""
@@ -164,7 +164,7 @@ def check_chunk(chunk: Any) -> None:
         raise MalformedResponseError(what, raw)
 
 
-def _chunk_problem(chunk: Any) -> str | None:
+def _chunk_problem(chunk: object) -> str | None:
     if not isinstance(chunk, Mapping):
         return f"it is {_kind(chunk)}, not an object"
     choices = chunk.get("choices")

@@ -42,7 +42,7 @@ def _replay(completions: list[Completion], start: int = 0) -> Iterator[StreamDel
             yield StreamDelta("tool_call", args, i, t, call.id, call.name)
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     import json
 
     return json.dumps(value)
@@ -191,7 +191,7 @@ def run_stream(call: Call) -> Iterator[StreamDelta | list[Completion]]:
         _close(chunks)
 
 
-def _close(chunks: Any) -> None:
+def _close(chunks: object) -> None:
     close = getattr(chunks, "close", None)
     if close is not None:
         close()
@@ -224,7 +224,7 @@ async def arun_stream(call: Call) -> AsyncIterator[StreamDelta | list[Completion
         await _aclose(chunks)  # as in run_stream: an unread stream gives its client back now
 
 
-async def _aclose(chunks: Any) -> None:
+async def _aclose(chunks: object) -> None:
     aclose = getattr(chunks, "aclose", None)
     if aclose is not None:
         await aclose()

@@ -53,7 +53,7 @@ class WorkerPayload:
     finished: Any = None  # ObjectRef of {key: entry} recorded by earlier runs
 
 
-def _signature_from(name: str, fields: list[tuple[Any, ...]], instructions: str | None) -> Any:
+def _signature_from(name: str, fields: list[tuple[Any, ...]], instructions: str | None) -> object:
     from sigform.signatures.fields import FieldSpec
     from sigform.signatures.signature import _build
 
@@ -61,7 +61,7 @@ def _signature_from(name: str, fields: list[tuple[Any, ...]], instructions: str 
     return _build(name, specs, instructions)
 
 
-def pack_program(program: Any) -> bytes:
+def pack_program(program: object) -> bytes:
     """``program`` pickled for a worker. Signature classes travel as their fields and
     instructions (rebuilt there with the same field types), so signatures made at run time --
     ``Predict("question -> answer")`` -- travel too; other classes go as cloudpickle sends them."""
@@ -72,7 +72,7 @@ def pack_program(program: Any) -> bytes:
     from sigform.signatures.signature import Signature, SignatureMeta
 
     class _Pickler(cloudpickle.Pickler):
-        def reducer_override(self, obj: Any) -> Any:
+        def reducer_override(self, obj: object) -> Any:
             if isinstance(obj, SignatureMeta) and obj is not Signature:
                 fields = [
                     (s.name, s.kind, s.annotation, s.desc, dict(s.constraints)) for s in obj._fields.values()
@@ -150,7 +150,9 @@ class ProgramWorker:
         skipped = sum(resumed for *_, resumed in done)
         return keys, [d[0] for d in done], [d[1] for d in done], usage, skipped
 
-    async def _one(self, key: str, inputs: dict[str, Any]) -> tuple[Any, BaseException | None, Usage, bool]:
+    async def _one(
+        self, key: str, inputs: Mapping[str, object]
+    ) -> tuple[Any, BaseException | None, Usage, bool]:
         checkpoint = self.checkpoint
         if checkpoint is not None and checkpoint.finished(key):
             return checkpoint.decode(checkpoint.rows[key]), None, Usage(), True

@@ -185,7 +185,7 @@ _ANSWER_ID = re.compile(
 )
 
 
-def _unreadable_answer(line: bytes, exc: ValueError) -> Any:
+def _unreadable_answer(line: bytes, exc: ValueError) -> object:
     """An answer to a request that cannot be read (a result nested 300 deep, a field of the
     wrong type) as an error answer to that request, so the caller fails at once with the reason
     instead of at its timeout; None when the line names no request it answers."""

@@ -144,7 +144,7 @@ class _Connection:
                 f"{os.getpid()}) cannot use it: open a new MCPClient in the child"
             )
 
-    async def on_loop(self, make: Callable[[], Any]) -> Any:
+    async def on_loop(self, make: Callable[[], Any]) -> object:
         """Run the coroutine ``make()`` on the connection's loop and await it from this one
         (cancelling the caller cancels it)."""
         self._check_owner()
@@ -224,7 +224,7 @@ class _Connection:
     async def request(self, what: str, make: Callable[[Any], Any], timeout: float) -> Any:
         """Send one request (``make(session)``) and wait at most ``timeout`` seconds for it."""
 
-        async def go() -> Any:
+        async def go() -> object:
             session = self.session
             if session is None:
                 why = "was closed" if self.closed else "is not running"
@@ -482,7 +482,7 @@ class MCPClient:
         if self._tools is None:
             await self.astart()
 
-            async def list_all(session: Any) -> list[Any]:
+            async def list_all(session: Any) -> list[object]:
                 found: list[Any] = []
                 cursor: str | None = None
                 while True:
@@ -665,7 +665,7 @@ def _field_error(error: Any) -> FieldError:
     )
 
 
-def _clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+def _clean_schema(schema: Mapping[str, Any]) -> dict[str, object]:
     """The server's input schema as function-calling APIs expect it (an object schema)."""
     out = dict(schema)
     out.pop("title", None)
