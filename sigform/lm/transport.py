@@ -79,33 +79,38 @@ async def _lines(content: Any) -> AsyncIterator[str]:
 def _read(response: Any, url: str, seconds: float) -> bytes:
     """A sync response's body: at most :data:`_MAX_BODY` bytes, arriving within ``seconds``
     (a timeout per read let a server sending a byte at a time hold a call for hours)."""
-    deadline = time.monotonic() + seconds
-    parts: list[bytes] = []
-    size = 0
+    body = _Body(url, seconds)
     while chunk := response.read1(1 << 20):
-        size += len(chunk)
-        if size > _MAX_BODY:
-            raise _too_large("the answer")
-        if time.monotonic() > deadline:
-            raise TimedOut(f"the answer did not arrive within {seconds:g}s", url)
-        parts.append(chunk)
+        body.add(chunk)
     response.read()  # b"": read1 leaves a response read to its length open, read() closes it
-    return b"".join(parts)
+    return b"".join(body.parts)
 
 
 async def _aread(response: Any, url: str, seconds: float) -> bytes:
     """:func:`_read` for an aiohttp response."""
-    deadline = time.monotonic() + seconds
-    parts: list[bytes] = []
-    size = 0
+    body = _Body(url, seconds)
     async for chunk in response.content.iter_any():
-        size += len(chunk)
-        if size > _MAX_BODY:
+        body.add(chunk)
+    return b"".join(body.parts)
+
+
+class _Body:
+    """The pieces of an answer as they arrive: at most :data:`_MAX_BODY` bytes, all within
+    ``seconds`` of the first read (both routes read through one)."""
+
+    def __init__(self, url: str, seconds: float) -> None:
+        self.url, self.seconds = url, seconds
+        self.deadline = time.monotonic() + seconds
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > _MAX_BODY:
             raise _too_large("the answer")
-        if time.monotonic() > deadline:
-            raise TimedOut(f"the answer did not arrive within {seconds:g}s", url)
-        parts.append(chunk)
-    return b"".join(parts)
+        if time.monotonic() > self.deadline:
+            raise TimedOut(f"the answer did not arrive within {self.seconds:g}s", self.url)
+        self.parts.append(chunk)
 
 
 class Transport:
