@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import os
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -11,6 +13,25 @@ from hypothesis import settings as hypothesis_settings
 # the loopback OpenAI-compatible server and its fixtures (lm_server, fast_path, isolated_cache),
 # registered here so that pytest rewrites the asserts inside it
 pytest_plugins = ["lm_fake_openai"]
+
+
+def _one_at_a_time(parse: object) -> object:
+    """CPython 3.11 keeps the AST constructor's recursion counter per interpreter, not per
+    thread: two ``ast.parse`` calls at once end in ``SystemError: AST constructor recursion
+    depth mismatch``. litellm formats a failed call's traceback in a thread of its own (the
+    ``traceback`` module parses each line for its carets) while pytest formats the same failure
+    in the main thread, and pytest stopped with an INTERNALERROR in CI. Tests parse one at a time.
+    """
+    lock = threading.RLock()
+
+    def locked_parse(*args: object, **kwargs: object) -> object:
+        with lock:
+            return parse(*args, **kwargs)  # type: ignore[operator]
+
+    return locked_parse
+
+
+ast.parse = _one_at_a_time(ast.parse)  # type: ignore[assignment]
 
 # CI replays the same examples on every run (a red build always reproduces, and never because of
 # a lucky draw); developers' runs keep exploring new examples and saving the failures they find
