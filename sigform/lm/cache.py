@@ -136,12 +136,11 @@ class ResponseCache:
         """Stop using the disk store for this process, saying so once."""
         if not self._broken:
             self._broken = True
-            warnings.warn(
-                f"sigform: disk cache bypassed, answers are cached in memory only: {why}. Delete "
-                f"{self.directory} to rebuild it.",
-                CacheWarning,
-                stacklevel=2,
-            )
+            self._warn(f"disk cache bypassed, answers are cached in memory only: {why}. Delete "
+                       f"{self.directory} to rebuild it")
+
+    def _warn(self, message: str) -> None:
+        warnings.warn(f"sigform: {message}", CacheWarning, stacklevel=4)
 
     @property
     def _store(self) -> Path | None:
@@ -194,12 +193,8 @@ class ResponseCache:
         """Another process holds the store's lock: this call goes on without it (said once)."""
         if not self._busy_warned:
             self._busy_warned = True
-            warnings.warn(
-                f"sigform: the disk cache in {self.directory} is locked by another process; calls go "
-                "on without it (answers cached in memory) until it is free",
-                CacheWarning,
-                stacklevel=4,
-            )
+            self._warn(f"the disk cache in {self.directory} is locked by another process; calls go "
+                       "on without it (answers cached in memory) until it is free")
 
     def _disk_get(self, key: str) -> Any:
         disk = self._disk_cache()
@@ -220,12 +215,8 @@ class ResponseCache:
     def _bad_entry(self, why: str) -> None:
         if not self._warned_entry:
             self._warned_entry = True
-            warnings.warn(
-                f"sigform: ignored a cache entry in {self.directory} that is not valid ({why}); "
-                "it is treated as a miss",
-                CacheWarning,
-                stacklevel=3,
-            )
+            self._warn(f"ignored a cache entry in {self.directory} that is not valid ({why}); "
+                       "it is treated as a miss")
 
     # -- entries ---------------------------------------------------------------------------
 
@@ -394,9 +385,7 @@ def clear_caches() -> None:
     with _caches_lock:
         for cache in _caches.values():
             cache.clear()
-            cache.close()
-        _caches.clear()
-        _by_settings.clear()
+    reset_caches()
 
 
 def reset_caches() -> None:

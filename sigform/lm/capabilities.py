@@ -1,26 +1,17 @@
 """Which structured-output mode an endpoint takes, learned by trying and remembered.
 
-For a model litellm knows, ``LM.supports`` answers from its model map. An arbitrary
-OpenAI-compatible server (vLLM, llama.cpp, Ollama, LM Studio, a proxy) is not in any map, so its
-abilities are discovered: the JSON adapter asks for the strongest mode first (a strict JSON
-schema), and a rejection steps down to the next (``json_object`` carrying the schema, plain
-``json_object``, then plain text). What an endpoint accepted is remembered:
+An OpenAI-compatible server no model map knows (vLLM, llama.cpp, Ollama, LM Studio, a proxy) is
+asked for the strongest mode first (a strict JSON schema); a rejection steps down to the next
+(``json_object`` carrying the schema, plain ``json_object``, then text). What it took is
+remembered for the process, per endpoint (model and ``api_base``), from the first rejection on,
+and in ``<cache>/endpoint-capabilities.json`` for other processes once a lower mode answered (so a
+failure unrelated to the format, a wrong model name or a server that was down, is never recorded
+as a missing ability), for :data:`TTL_SECONDS` (an upgraded server is tried again). The same file
+keeps what a server said about itself (:func:`record_server`, see :mod:`sigform.lm.text_mode`).
 
-* for the process, per endpoint (model and ``api_base``), from the first rejection on;
-* across processes, in ``<cache>/endpoint-capabilities.json`` -- written only once a lower mode
-  has answered on that endpoint, so a failure that had nothing to do with the format (a wrong
-  model name, a server that was down) is never recorded as a missing ability. Entries expire
-  after :data:`TTL_SECONDS`, so an upgraded server is tried again.
-
-The same file remembers what a server said about itself when asked
-(:func:`record_server`, :func:`server_facts`): whether its model is a base model without a chat
-template and whether it takes a GBNF grammar (see :mod:`sigform.lm.text_mode`), so the question
-is asked once per endpoint per :data:`TTL_SECONDS`.
-
-The file is untrusted input: it is read with a size cap, and any entry with an unknown mode, a
-key that is not text, or a timestamp that is not a finite past time is dropped. Keys carry the
-model name and the endpoint's scheme, host, port and path only -- never a user name, password,
-query string or key.
+The file is untrusted: read with a size cap; an entry with an unknown mode, a key that is not
+text or a timestamp that is not a finite past time is dropped. Keys carry the model name and the
+endpoint's scheme, host, port and path only, never user info, query or key.
 """
 
 from __future__ import annotations
@@ -136,7 +127,7 @@ def record_answered(key: str, mode: str, *, persist: bool = True) -> None:
         _floors[key] = index
         saved[key] = index
     if persist:
-        _write(key, index)
+        _write_section("endpoints", key, {"best": MODES[index]})
 
 
 def server_facts(key: str) -> dict[str, Any] | None:
@@ -181,7 +172,7 @@ def _load() -> dict[str, int]:
     """The file's valid, unexpired entries, read once per process (call with ``_lock`` held)."""
     global _saved
     if _saved is None:
-        entries = _read_entries(capabilities_path())
+        entries = _read_file(capabilities_path()).get("endpoints", {})
         _saved = {key: MODES.index(entry["best"]) for key, entry in entries.items()}
     return _saved
 
@@ -195,11 +186,6 @@ def _load_servers() -> dict[str, dict[str, Any]]:
             for key, entry in _read_file(capabilities_path()).get("servers", {}).items()
         }
     return _saved_servers
-
-
-def _read_entries(path: Path) -> dict[str, dict[str, Any]]:
-    """The valid, unexpired structured-output entries of the file at ``path``."""
-    return _read_file(path).get("endpoints", {})
 
 
 def _read_file(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -255,10 +241,6 @@ def _facts_entry(entry: dict[str, Any]) -> dict[str, object] | None:
 
 def _newest(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return dict(sorted(entries.items(), key=lambda item: item[1]["checked"], reverse=True)[:MAX_ENTRIES])
-
-
-def _write(key: str, index: int) -> None:
-    _write_section("endpoints", key, {"best": MODES[index]})
 
 
 def _write_section(section: str, key: str, entry: dict[str, Any]) -> None:

@@ -1,18 +1,11 @@
 """Sync HTTP/1.1 POSTs over the standard library's ``http.client``, connections kept alive.
 
-The fast path's sync requests go through here (async ones over aiohttp, see
-:mod:`sigform.lm.transport`). ``http.client`` is part of Python, so a fresh process's first call
-imports no HTTP library: httpx and the modules it loads (httpcore, its command line's rich, click
-and pygments) were most of a first call's time. What this adds to ``http.client``:
-
-* connections kept alive and reused per origin (and proxy), by any thread; a connection the server
-  closed while it was idle is replaced once, before anything was read from it;
-* the proxy of ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` unless ``NO_PROXY`` names the host
-  (read with :mod:`urllib.request`, imported only when such a variable is set);
-* 307 and 308 redirects followed (the same POST; credentials only to the same origin).
-
-A response is handed to the caller open; once it has been read to its end its connection goes
-back to the pool, otherwise the connection is closed.
+The fast path's sync route (see :mod:`sigform.lm.transport` for why). What this adds to
+``http.client``: connections kept per origin (and proxy), reused by any thread, one closed by the
+server while idle replaced once before anything was read from it; the proxy of ``HTTPS_PROXY`` /
+``HTTP_PROXY`` / ``ALL_PROXY`` unless ``NO_PROXY`` names the host; 307 and 308 redirects followed
+(the same POST; credentials only to the same origin). A response is handed over open: read to its
+end, its connection goes back to the pool, otherwise it is closed.
 """
 
 from __future__ import annotations

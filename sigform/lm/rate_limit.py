@@ -20,10 +20,8 @@ A caller that wakes up late for its slot (a blocked event loop, a starved thread
 one instead of sending, so late sleepers never go out together as a burst.
 
 The limit applies where requests leave: the LM wraps its route's backend (:func:`limited_route`),
-so retries, ``n`` top-ups and streams are counted and cache hits are not. A backend with
-``prepare(req)`` / ``async aprepare(req)`` (the fast path's) makes what sending needs -- its
-clients -- before the request books its slot, so a cold client does not make a request leave
-after its slot, bunched with the next one.
+so retries, ``n`` top-ups and streams are counted and cache hits are not. A backend's
+``prepare`` runs before the slot is booked (see :mod:`sigform.lm.backend`).
 """
 
 from __future__ import annotations
@@ -62,13 +60,11 @@ __all__ = [
 
 @runtime_checkable
 class RateLimiter(Protocol):
-    """What an LM needs from a rate limiter (local or shared across processes).
-
-    ``reserve`` books ``requests`` requests of ``tokens`` estimated tokens and returns the seconds
-    to wait before sending them. A limiter that lives elsewhere may also have ``async def
-    areserve(requests, tokens)``, which async calls use instead (so they never block their loop
-    on the round trip). ``report_retry_after`` says the provider asked everyone to wait
-    ``seconds``. ``limits`` are the numbers a saved program keeps (``{"rpm": ..., "tpm": ...}``)."""
+    """What an LM needs from a rate limiter (local or shared across processes): ``reserve`` books
+    and returns the seconds to wait (see the module docstring); a limiter that lives elsewhere may
+    also have ``async def areserve(requests, tokens)``, which async calls use instead.
+    ``report_retry_after`` says the provider asked everyone to wait ``seconds``. ``limits`` are
+    the numbers a saved program keeps (``{"rpm": ..., "tpm": ...}``)."""
 
     def reserve(self, requests: int, tokens: int) -> float: ...
 

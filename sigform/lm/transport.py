@@ -1,27 +1,20 @@
 """The fast path: chat and text completions to OpenAI-compatible endpoints, over HTTP, owned here.
 
-Used for ``openai/...`` with an ``api_base`` (or no base: OpenAI's own API, or
-``OPENAI_BASE_URL``), ``hosted_vllm/...``, ``lm_studio/...``, ``llamafile/...`` and the embedded
-local model, so that a call imports neither litellm nor the openai SDK. The wire format is small
-and documented: ``POST {api_base}/chat/completions`` with ``{"model", "messages", **params}``, or
-``POST {api_base}/completions`` with ``{"model", "prompt", **params}`` for a request with a
-``prompt`` (a text completion); a JSON body back, or server-sent events (``data: {...}`` lines,
-then ``data: [DONE]``) for a stream. The body and chunks go back as dicts, unchanged.
+Used for ``openai/...`` with an ``api_base`` (or none: OpenAI's API, or ``OPENAI_BASE_URL``),
+``hosted_vllm/``, ``lm_studio/``, ``llamafile/`` and the embedded local model: a call imports
+neither litellm nor the openai SDK. The wire format (:mod:`sigform.lm.wire`): ``POST
+{api_base}/chat/completions`` (or ``/completions`` for a request with a ``prompt``), a JSON body
+back, or server-sent events for a stream; the body and chunks go back as dicts, unchanged.
 
-Sync requests go over the standard library's ``http.client`` with connections kept alive
-(:mod:`sigform.lm.http11`: no HTTP library to import for a first call); async ones over one
-``aiohttp`` session per event loop (at 64 concurrent calls httpx's async pool took 14 s where
-aiohttp took 1.1 s and raw sockets 0.8 s), closed when its loop shuts down its async generators
-(``asyncio.run`` does). A sync request that starts
-while another of the process is in flight is sent the async way by the process's background loop
-(:mod:`sigform.runtime`), its thread waiting: a blocking stack costs several times the CPU per
-request when 64 threads share it. Clients carry no credential: each request has its own headers,
-so a rotated key is simply sent. They share one TLS context (``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
-honoured), follow redirects and read proxies from the environment. A forked child makes its own
-(a socket both processes used would mix their answers); exit closes them.
-
-Failures raise :class:`StatusError` (an answer with status >= 400), :class:`Unreachable` (no
-answer) or :class:`TimedOut`, which :mod:`sigform.lm.errors_map` maps like any provider's.
+Sync requests go over ``http.client`` (:mod:`sigform.lm.http11`: no HTTP library to import for a
+first call, and half the CPU per request of aiohttp on the loop); async ones over one ``aiohttp``
+session per event loop (at 64 concurrent calls httpx's async pool took 14 s, aiohttp 1.1 s, raw
+sockets 0.8 s), closed when its loop shuts down its async generators. A sync request started while
+another is in flight goes the async way on the runtime's loop (:mod:`sigform.runtime`): a
+blocking stack costs several times the CPU per request when 64 threads share it. Clients carry
+no credential (each request brings its headers) and share one TLS context (``SSL_CERT_FILE`` /
+``SSL_CERT_DIR`` honoured). A forked child makes its own; exit closes them. Failures raise the
+:mod:`sigform.lm.wire` errors, which :mod:`sigform.lm.errors_map` maps like any provider's.
 """
 
 from __future__ import annotations
@@ -161,9 +154,7 @@ class Transport:
         return held[0]
 
     def prepare(self, req: Request) -> None:
-        """Make the clients ``req`` may be sent with before it books a rate limiter's slot (see
-        :mod:`sigform.lm.rate_limit`): a cold one (a TLS context, a session) made after the slot
-        would send the request late, together with the next slot's."""
+        """Make the clients ``req`` may be sent with (see :mod:`sigform.lm.backend`)."""
         self._sync_client()
         if not runtime.in_loop() and runtime.loop() not in self._sessions:
             runtime.run(self.aprepare(req))

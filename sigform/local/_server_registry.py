@@ -1,21 +1,8 @@
 """The process-wide shared server behind ``LM("local")``: start once, reuse, stop at exit.
 
-Policy (documented in the package docstring):
-
-* Within a process, the first :func:`ensure_server` starts (or adopts) a server and later calls
-  reuse it; a thread lock serialises the slow path.
-* Across processes, a file lock on ``<cache>/local-server.json.lock`` serialises start-up and the
-  state file records the server. A recorded server is reused only if its pid is alive and its
-  port answers ``/v1/models`` with our alias.
-* The process that started a server owns it and stops it at exit (``runtime.on_exit``; and the child's
-  watchdog stops it if the owner is killed). Processes that merely reused it never stop it.
-  When a reused server disappears (its owner exited), the next :func:`ensure_server` starts a
-  server of its own.
-* A server starts with the settings this machine's CPU check chose (``_cpu_check``: the fast
-  path unless it crashed in a test run). When our own server dies, it is restarted once
-  (``MAX_RESTARTS``) with the safe settings, with a warning; a crash signal of a fast-settings
-  server is also recorded so that later processes start safe. A second death raises
-  :class:`LocalModelError` naming the signal, the exit code and the log, and quoting its end.
+The policy is the package's (see :mod:`sigform.local`). A thread lock serialises start-up within
+a process, a file lock on ``<cache>/local-server.json.lock`` across processes; the state file
+records the server.
 """
 
 from __future__ import annotations

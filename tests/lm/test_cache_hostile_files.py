@@ -131,13 +131,13 @@ import logging, warnings
 logging.basicConfig(level=logging.WARNING, format="LOG %(message)s")
 warnings.simplefilter("always")
 import sigform as sf
-from sigform.lm.capabilities import _read_entries
+from sigform.lm.capabilities import _read_file
 from sigform.local._state import read_state
 
 from pathlib import Path
 folder = Path({folder!r})
 print("state", read_state(folder / "local-server.json"), flush=True)
-print("capabilities", _read_entries(folder / "endpoint-capabilities.json"), flush=True)
+print("capabilities", _read_file(folder / "endpoint-capabilities.json").get("endpoints", {{}}), flush=True)
 lm = sf.LM("openai/fake", api_base={api_base!r}, api_key="sk-k", cache=True)
 print("answer", lm("hi")[0].text, flush=True)
 """
