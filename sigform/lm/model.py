@@ -57,10 +57,9 @@ class LM:
     :mod:`sigform.lm.credentials`). Other keyword arguments are request defaults (``temperature``,
     ``max_tokens``, ...), validated against :attr:`param_schema`.
 
-    sigform's own settings (``cache``, ``num_retries``, ``timeout``, ``fast_path``, ``strict``,
-    ``callbacks``, ``history_size``, ``retry_delay``, ``headers``, ``capabilities``,
-    ``prompt_cache``, ``prune``) are the fields of :class:`~sigform.lm.options.LMOptions`, given as
-    keyword arguments or as ``options=``; ``lm.options`` holds them.
+    sigform's own settings (``cache``, ``num_retries``, ``timeout`` ...) are the fields of
+    :class:`~sigform.lm.options.LMOptions`, given as keyword arguments or as ``options=``;
+    ``lm.options`` holds them.
 
     With no ``max_tokens`` set on the LM, the program or the call, adapters send one derived from
     the signature (see :mod:`sigform.adapters.output_limit`); ``max_tokens=None`` sends none.

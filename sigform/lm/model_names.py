@@ -1,8 +1,8 @@
-"""Model names checked when an LM is built, offline, without importing litellm.
+"""Model names checked when an LM is built, and the API a model is served by, without importing litellm.
 
 A typo such as ``"gpt-4o-minii"`` used to fail only at the first call, seconds later, with
 litellm's "LLM Provider NOT provided" text. litellm ships its provider list (the ``LlmProviders``
-enum, read here as text) and its model map (see :mod:`sigform.lm.model_modes`), so:
+enum, read here as text) and its model map (JSON, searched as text), so:
 
 * an unknown provider prefix (``"opnai/gpt-4o"``) is an error, with a did-you-mean;
 * a name without a provider that litellm does not know is an error (litellm could not route it),
@@ -13,6 +13,10 @@ enum, read here as text) and its model map (see :mod:`sigform.lm.model_modes`), 
 
 When litellm is not installed, or its files are not where this version keeps them, nothing is
 checked: the call reports what it finds.
+
+The fast path speaks only chat completions. Some OpenAI models are served by another API
+(``o3-pro``, ``gpt-5-codex``: the Responses API; ``dall-e-3``: images): :func:`openai_model_mode`
+reads the model's ``mode`` from the map as litellm would route it, decoding only that entry.
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ import re
 import threading
 import warnings
 
-from sigform.lm.model_modes import map_text
+__all__ = ["CHAT_MODES", "UnknownModelWarning", "check_model_name", "map_text", "openai_model_mode"]
 
-__all__ = ["UnknownModelWarning", "check_model_name"]
-
+# modes litellm sends as chat-completions requests
+CHAT_MODES = frozenset({"chat"})
+_MAP_FILE = "model_prices_and_context_window_backup.json"
 _PROVIDERS_FILE = os.path.join("types", "utils.py")
 _ENUM_HEAD = "class LlmProviders(str, Enum):"
 _ENUM_MEMBER = re.compile(r'^    [A-Z0-9_]+ = "([^"]+)"', re.MULTILINE)
@@ -41,17 +46,49 @@ class UnknownModelWarning(UserWarning):
     """The model name is not in litellm's model map for its provider (it may be new)."""
 
 
+@functools.lru_cache(maxsize=2)
+def _litellm_file(name: str) -> str:
+    """The text of a file of the installed litellm ("" when litellm or the file is missing)."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.origin:
+        return ""
+    try:
+        with open(os.path.join(os.path.dirname(spec.origin), name), encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def map_text() -> str:
+    """The text of litellm's bundled model map ("" when litellm is not installed)."""
+    return _litellm_file(_MAP_FILE)
+
+
+@functools.lru_cache(maxsize=256)
+def openai_model_mode(name: str) -> str | None:
+    """litellm's ``mode`` for the OpenAI model ``name`` (``"chat"``, ``"responses"``,
+    ``"image_generation"``, ...); None for a model litellm does not know (e.g. a vLLM model)."""
+    text = map_text()
+    key = json.dumps(name) + ":"
+    start = text.find(key)
+    while start != -1:
+        brace = text.find("{", start + len(key))
+        if brace != -1 and not text[start + len(key) : brace].strip():
+            try:
+                entry, _ = json.JSONDecoder().raw_decode(text, brace)
+            except ValueError:
+                return None
+            if isinstance(entry, dict) and entry.get("litellm_provider") == "openai":
+                mode = entry.get("mode")
+                return mode if isinstance(mode, str) else None
+        start = text.find(key, start + 1)
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def _providers() -> frozenset[str]:
     """litellm's provider names, read from the text of its ``LlmProviders`` enum."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.origin:
-        return frozenset()
-    try:
-        with open(os.path.join(os.path.dirname(spec.origin), _PROVIDERS_FILE), encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError:
-        return frozenset()
+    text = _litellm_file(_PROVIDERS_FILE)
     start = text.find(_ENUM_HEAD)
     if start == -1:
         return frozenset()

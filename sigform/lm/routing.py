@@ -122,7 +122,7 @@ def speaks_chat_completions(model: str) -> bool:
     if rest.startswith(_NON_CHAT_ROUTES):
         return False
     if prefix == "openai":
-        from sigform.lm.model_modes import CHAT_MODES, openai_model_mode
+        from sigform.lm.model_names import CHAT_MODES, openai_model_mode
 
         mode = openai_model_mode(rest)
         return mode is None or mode in CHAT_MODES

@@ -21,6 +21,7 @@ from sigform.local._ownership import ownership_problem
 from sigform.local._process import (
     DEFAULT_ALIAS,
     LocalServer,
+    _indent,
     crash_excerpt,
     default_threads,
     describe_exit,
@@ -150,8 +151,7 @@ def ensure_server(*, startup_timeout: float = 120.0) -> str:
 
 def _death_message(server: LocalServer, what_next: str) -> str:
     settings = "safe CPU settings" if server.safe_cpu else "default settings"
-    excerpt = crash_excerpt(server.log_path)
-    lines = "\n".join("    " + line for line in excerpt.splitlines()) or "    (empty log)"
+    lines = _indent(crash_excerpt(server.log_path))
     return (
         f"the local model server (pid {server.pid}, port {server.port}, {settings}) died: "
         f"{describe_exit(server.returncode)}. {what_next}\n  log: {server.log_path}\n"
