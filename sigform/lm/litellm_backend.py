@@ -111,14 +111,12 @@ class LiteLLMBackend:
 
     @staticmethod
     def _result(response: Any) -> tuple[dict[str, Any], float | None]:
-        hidden = getattr(response, "_hidden_params", None) or {}
-        cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
-        if cost is None:
-            cost = probe(
-                "litellm cost of a response",
-                lambda: import_litellm().completion_cost(completion_response=response),
-                None,
-            )
+        # by litellm's public cost function (the cost it keeps on the response is a private field)
+        cost = probe(
+            "litellm cost of a response",
+            lambda: import_litellm().completion_cost(completion_response=response),
+            None,
+        )
         return response.model_dump(), (float(cost) if cost is not None else None)
 
     @staticmethod
