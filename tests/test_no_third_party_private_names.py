@@ -110,3 +110,82 @@ def f(client):
         "yarl.URL._val",
         "getattr(httpx, '_client')",
     ]
+
+
+
+# private names of the standard library that sigform reads on purpose (os._exit after fork, ...)
+STDLIB_PRIVATE = frozenset({"_exit", "_getframe", "_eval_type", "_parse_cache"})
+
+
+def _setter(node: ast.Call) -> bool:
+    """``setattr(x, ...)`` or ``object.__setattr__(x, ...)``."""
+    func = node.func
+    return (isinstance(func, ast.Name) and func.id == "setattr") or (
+        isinstance(func, ast.Attribute) and func.attr == "__setattr__"
+    )
+
+
+def _getter(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+
+
+def private_reads(sources: dict[str, str]) -> list[str]:
+    """Private attributes read (``x._y``, ``getattr(x, "_y")``) that sigform never defines (by a
+    def, a class, an assignment, ``__slots__`` or ``setattr``): the import check above does not
+    follow an object a library returned (``response._hidden_params``) or a library class that
+    sigform subclasses (``self._directory`` in a ``diskcache.Disk``)."""
+    defined: set[str] = set()
+    reads: list[tuple[str, int, str]] = []
+    for where, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                defined.add(node.id)
+            elif isinstance(node, ast.Attribute) and _private(node.attr):
+                if isinstance(node.ctx, ast.Store):
+                    defined.add(node.attr)
+                else:
+                    reads.append((where, node.lineno, node.attr))
+            elif isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets
+            ):
+                defined.update(c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant))
+            elif isinstance(node, ast.Call) and len(node.args) >= 2:
+                name = node.args[1]
+                if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                    continue
+                if _setter(node):
+                    defined.add(name.value)
+                elif _getter(node) and _private(name.value):
+                    reads.append((where, node.lineno, name.value))
+    return [f"{w}:{line} {name}" for w, line, name in reads if name not in defined | STDLIB_PRIVATE]
+
+
+def test_every_private_name_read_is_defined_in_sigform() -> None:
+    sources = {
+        str(path.relative_to(PACKAGE.parent)): path.read_text(encoding="utf-8")
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+    assert private_reads(sources) == []
+
+
+def test_the_second_check_sees_a_library_object_and_a_library_base_class() -> None:
+    source = '''
+import diskcache
+
+class SafeDisk(diskcache.Disk):
+    __slots__ = ("_kept",)
+
+    def __init__(self):
+        self._mine = 1
+        object.__setattr__(self, "_set", 2)
+
+    def root(self, response):
+        self._mine, self._kept, self._set, getattr(self, "_set")  # sigform's own: fine
+        response._hidden_params
+        getattr(response, "_cost", None)
+        return self._directory
+'''
+    hits = private_reads({"m.py": source})
+    assert sorted(hit.split(" ", 1)[1] for hit in hits) == ["_cost", "_directory", "_hidden_params"]

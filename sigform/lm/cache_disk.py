@@ -58,8 +58,12 @@ def safe_disk() -> type:
     from diskcache.core import MODE_BINARY, MODE_RAW
 
     class SafeDisk(diskcache.Disk):  # type: ignore[misc]
+        def __init__(self, directory: str, *args: object, **kwargs: object) -> None:
+            super().__init__(directory, *args, **kwargs)
+            self.root = os.path.realpath(directory)  # its own copy: Disk's is a private field
+
         def _inside(self, filename: Any) -> str:
-            root = os.path.realpath(self._directory)
+            root = self.root
             full = os.path.realpath(os.path.join(root, str(filename)))
             if os.path.commonpath([root, full]) != root:
                 raise ValueError("a cache row names a file outside the cache folder")
@@ -78,7 +82,7 @@ def safe_disk() -> type:
                 full = self._inside(file_path)
             except ValueError:
                 return
-            super().remove(os.path.relpath(full, os.path.realpath(self._directory)))
+            super().remove(os.path.relpath(full, self.root))
 
     return SafeDisk
 
