@@ -13,13 +13,15 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.client
+import io
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
-__all__ = ["Connections", "proxy_auth", "proxy_for"]
+__all__ = ["Connections", "Late", "proxy_auth", "proxy_for"]
 
 # the variables a proxy is read from (urllib.request's names, either case)
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
@@ -27,6 +29,53 @@ _MAX_REDIRECTS = 5
 _MAX_IDLE = 32  # idle connections kept per origin
 # what a kept-alive connection the server has closed raises on reuse
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+
+
+class Late(TimeoutError):
+    """The answer (status line, headers and, for a whole answer, the body) did not arrive
+    within its seconds."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the answer did not arrive within {seconds:g}s")
+
+
+class _Timed(io.RawIOBase):
+    """The socket of one response as ``http.client`` reads it: each read waits at most
+    ``read_s``, and none waits past ``deadline`` (monotonic; None: no deadline). The status line
+    and headers are read through it too: with a timeout per read only, a server sending them a
+    byte at a time held a call for as long as it liked."""
+
+    def __init__(self, sock: Any, read_s: float, deadline: float | None) -> None:
+        super().__init__()
+        self.sock, self.read_s, self.deadline = sock, read_s, deadline
+        # the socket's own reader: it keeps the socket open while the response is read, also
+        # after the connection is closed (as http.client's own does)
+        self.raw = sock.makefile("rb", buffering=0)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.raw.close()
+        super().close()
+
+    def makefile(self, mode: str) -> io.BufferedReader:  # what http.client.HTTPResponse calls
+        return io.BufferedReader(self)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        wait = self.read_s
+        if self.deadline is not None:
+            wait = min(wait, self.deadline - time.monotonic())
+            if wait <= 0:
+                raise Late(self.read_s)
+        self.sock.settimeout(wait)
+        try:
+            return int(self.raw.readinto(buffer))
+        except TimeoutError:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise Late(self.read_s) from None
+            raise
 
 
 class Connections:
@@ -47,21 +96,25 @@ class Connections:
 
     @contextlib.contextmanager
     def post(
-        self, url: str, headers: dict[str, str], body: bytes, connect_s: float, read_s: float
+        self, url: str, headers: dict[str, str], body: bytes, connect_s: float, read_s: float,
+        *, whole: bool = True,
     ) -> Iterator[http.client.HTTPResponse]:
         """The response to ``POST url`` (redirects followed); raises what the socket, TLS or
-        ``http.client`` raise when no response came."""
+        ``http.client`` raise when no response came, and :class:`Late` when the headers did not
+        arrive within ``read_s`` of sending (nor the body, for a ``whole`` answer: a stream's
+        body then has ``read_s`` for each read)."""
+        deadline = time.monotonic() + read_s
         for _ in range(_MAX_REDIRECTS + 1):
             origin, target, conn, reused = self._connection(url, connect_s)
             sent = {**proxy_auth(origin[3]), **headers} if origin[0] == "http" and origin[3] else headers
             try:
-                response = _send(conn, target, sent, body, read_s)
+                response, timed = _send(conn, target, sent, body, read_s, deadline)
             except _STALE:
                 conn.close()
                 if not reused:
                     raise
                 conn = self._new(origin, connect_s)  # it was closed while idle: once more, anew
-                response = _send(conn, target, sent, body, read_s)
+                response, timed = _send(conn, target, sent, body, read_s, deadline)
             except BaseException:
                 conn.close()
                 raise
@@ -74,6 +127,8 @@ class Connections:
                     headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
                 url = moved
                 continue
+            if not whole:
+                timed.deadline = None
             try:
                 yield response
             except BaseException:
@@ -140,13 +195,16 @@ class Connections:
 
 
 def _send(
-    conn: http.client.HTTPConnection, target: str, headers: dict[str, str], body: bytes, read_s: float
-) -> http.client.HTTPResponse:
+    conn: http.client.HTTPConnection, target: str, headers: dict[str, str], body: bytes,
+    read_s: float, deadline: float,
+) -> tuple[http.client.HTTPResponse, _Timed]:
     if conn.sock is None:
         conn.connect()
     conn.sock.settimeout(read_s)
+    timed = _Timed(conn.sock, read_s, deadline)
+    conn.response_class = lambda sock, method=None: http.client.HTTPResponse(timed, method=method)  # type: ignore[assignment,arg-type]
     conn.request("POST", target, body=body, headers=headers)
-    return conn.getresponse()
+    return conn.getresponse(), timed
 
 
 def proxy_for(url: str) -> str | None:

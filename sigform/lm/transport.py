@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from sigform import runtime
-from sigform.lm.http11 import Connections, proxy_auth, proxy_for
+from sigform.lm.http11 import Connections, Late, proxy_auth, proxy_for
 from sigform.lm.request import Request
 from sigform.lm.response import MalformedResponseError, parse_body
 from sigform.lm.wire import (
@@ -193,19 +193,23 @@ class Transport:
         return await self._apost(Outgoing(req)), None
 
     async def _apost(self, out: Outgoing) -> dict[str, Any]:
+        seconds = _limits(out.timeout)[1]
+        return parse_body(await _within(self._aread_answer(out, seconds), seconds, out.url))
+
+    async def _aread_answer(self, out: Outgoing, seconds: float) -> bytes:
         session = await self._session()
         async with _failures(out.url), session.post(out.url, **_aiohttp_options(out)) as response:
-            data = await _aread(response, out.url, _limits(out.timeout)[1])
+            data = await _aread(response, out.url, seconds)
             if response.status >= 400:
                 raise StatusError(response.status, response.headers, data, out.url)
-        return parse_body(data)  # an HTML page or `[]` is a malformed response
+        return data  # an HTML page or `[]` is a malformed response
 
     def stream(self, req: Request) -> Iterator[dict[str, Any]]:
         """Chunk dicts of a streamed response."""
         out = Outgoing(req, stream=True)
         connect_s, read_s = _limits(out.timeout)
         with _sync_failures(out.url), self._sync_client().post(
-            out.url, out.headers, out.content, connect_s, read_s
+            out.url, out.headers, out.content, connect_s, read_s, whole=False
         ) as response:
             if response.status >= 400:
                 error = _read(response, out.url, read_s)
@@ -225,9 +229,13 @@ class Transport:
     async def astream(self, req: Request) -> AsyncIterator[dict[str, Any]]:
         out = Outgoing(req, stream=True)
         session = await self._session()
-        async with _failures(out.url), session.post(out.url, **_aiohttp_options(out)) as response:
+        seconds = _limits(out.timeout)[1]
+        async with _failures(out.url):
+            # the headers within the timeout; then each line within it
+            response = await _within(session.post(out.url, **_aiohttp_options(out)), seconds, out.url)
+        async with _failures(out.url), response:
             if response.status >= 400:
-                error = await _aread(response, out.url, _limits(out.timeout)[1])
+                error = await _aread(response, out.url, seconds)
                 raise StatusError(response.status, response.headers, error, out.url)
             async for line in _lines(response.content):
                 chunk = chunk_of(line)
@@ -235,6 +243,17 @@ class Transport:
                     return
                 if chunk is not None:
                     yield chunk
+
+
+async def _within(answer: Any, seconds: float, url: str) -> Any:
+    """``await answer``, given up after ``seconds`` (aiohttp's timeouts are per read: a server
+    sending its headers a byte at a time held a call for as long as it liked)."""
+    try:
+        return await asyncio.wait_for(answer, seconds)
+    except (asyncio.TimeoutError, TimeoutError) as exc:
+        if isinstance(exc, TransportError):
+            raise
+        raise TimedOut(str(Late(seconds)), url) from None
 
 
 @contextlib.asynccontextmanager
@@ -288,7 +307,7 @@ def _sync_failures(url: str) -> Iterator[None]:
     except TransportError:
         raise
     except TimeoutError as exc:
-        raise TimedOut("no answer within the timeout", url) from exc
+        raise TimedOut(str(exc) if isinstance(exc, Late) else "no answer within the timeout", url) from exc
     except (OSError, http.client.HTTPException) as exc:
         raise Unreachable(f"{type(exc).__name__}: {exc}", url) from exc
 

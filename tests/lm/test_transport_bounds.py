@@ -157,3 +157,33 @@ def test_what_a_stream_sends_after_its_end_is_not_read_past_the_bound(server: An
     assert [c["choices"][0]["delta"]["content"] for c in chunks] == ["hi"]
     assert finished.wait(20)
     assert sent[0] < 32 * LIMIT  # the client hung up near the bound (it read all 64 MiB before)
+
+
+def _header_drip(handler: BaseHTTPRequestHandler) -> None:
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    for _ in range(600):  # a header a byte at a time: a minute in all
+        handler.wfile.write(b"a")
+        handler.wfile.flush()
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("route", ["sync", "async", "stream", "astream"])
+def test_headers_arriving_a_byte_at_a_time_end_at_the_timeout(server: Any, route: str) -> None:
+    base = server(_header_drip)
+    sender = transport.Transport()
+
+    async def drain() -> None:
+        async for _ in sender.astream(_request(base, stream=True)):
+            pass
+
+    started = time.monotonic()
+    with pytest.raises(transport.TimedOut):
+        if route == "sync":
+            sender.complete(_request(base))
+        elif route == "async":
+            asyncio.run(sender.acomplete(_request(base)))
+        elif route == "stream":
+            list(sender.stream(_request(base, stream=True)))
+        else:
+            asyncio.run(drain())
+    assert time.monotonic() - started < 20  # 2 s here; generous for a loaded machine (was 60 s)
