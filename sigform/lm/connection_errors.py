@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sigform.lm.credentials import split_url
 from sigform.probes import probe
 
-__all__ = ["ConnectionFailure", "connection_failure"]
+__all__ = ["ConnectionFailure", "connection_failure", "shown_url"]
 
 _MAX_DEPTH = 12
 # httpx's transport errors that mean no response arrived (by name: httpx is not imported)
@@ -54,8 +54,12 @@ def _safe_url(link: BaseException) -> str | None:
     request = getattr(link, "request", None)
     if not isinstance(url, str) and request is not None:
         url = probe("URL of a failed request", lambda: str(request.url), None)  # httpx raises without one
-    if not isinstance(url, str) or not url:
-        return None
+    return shown_url(url) if isinstance(url, str) and url else None
+
+
+def shown_url(url: str) -> str | None:
+    """``url`` as an error may show it: no user info, query or fragment (they may hold
+    credentials); None for a URL that cannot be read."""
     try:
         parts = split_url(url)
         port = f":{parts.port}" if parts.port else ""

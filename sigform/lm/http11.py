@@ -21,14 +21,18 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
-__all__ = ["Connections", "Late", "proxy_auth", "proxy_for"]
+__all__ = ["MAX_REDIRECTS", "Connections", "Late", "RedirectLoop", "proxy_auth", "proxy_for"]
 
 # the variables a proxy is read from (urllib.request's names, either case)
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
-_MAX_REDIRECTS = 5
+MAX_REDIRECTS = 5
 _MAX_IDLE = 32  # idle connections kept per origin
 # what a kept-alive connection the server has closed raises on reuse
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+
+
+class RedirectLoop(http.client.HTTPException):
+    """Every answer was a redirect, more than :data:`MAX_REDIRECTS` of them."""
 
 
 class Late(TimeoutError):
@@ -104,7 +108,7 @@ class Connections:
         arrive within ``read_s`` of sending (nor the body, for a ``whole`` answer: a stream's
         body then has ``read_s`` for each read)."""
         deadline = time.monotonic() + read_s
-        for _ in range(_MAX_REDIRECTS + 1):
+        for _ in range(MAX_REDIRECTS + 1):
             origin, target, conn, reused = self._connection(url, connect_s)
             sent = {**proxy_auth(origin[3]), **headers} if origin[0] == "http" and origin[3] else headers
             try:
@@ -136,7 +140,7 @@ class Connections:
                 raise
             self._done(origin, conn, response)
             return
-        raise http.client.HTTPException(f"more than {_MAX_REDIRECTS} redirects")
+        raise RedirectLoop(f"more than {MAX_REDIRECTS} redirects")
 
     def _connection(self, url: str, connect_s: float) -> tuple[Any, str, http.client.HTTPConnection, bool]:
         try:

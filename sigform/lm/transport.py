@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from sigform import runtime
-from sigform.lm.http11 import Connections, Late, proxy_auth, proxy_for
+from sigform.lm.http11 import MAX_REDIRECTS, Connections, Late, RedirectLoop, proxy_auth, proxy_for
 from sigform.lm.request import Request
 from sigform.lm.response import MalformedResponseError, parse_body
 from sigform.lm.wire import (
@@ -39,6 +39,7 @@ from sigform.lm.wire import (
     Outgoing,
     StatusError,
     TimedOut,
+    TooManyRedirects,
     TransportError,
     Unreachable,
     chunk_of,
@@ -267,6 +268,8 @@ async def _failures(url: str) -> AsyncIterator[None]:
         if isinstance(exc, TransportError):
             raise
         raise TimedOut("no answer within the timeout", url) from exc
+    except aiohttp.TooManyRedirects:
+        raise TooManyRedirects(MAX_REDIRECTS, url) from None
     except aiohttp.ClientError as exc:
         raise Unreachable(f"{type(exc).__name__}: {exc}", url) from exc
 
@@ -308,6 +311,8 @@ def _sync_failures(url: str) -> Iterator[None]:
         raise
     except TimeoutError as exc:
         raise TimedOut(str(exc) if isinstance(exc, Late) else "no answer within the timeout", url) from exc
+    except RedirectLoop:
+        raise TooManyRedirects(MAX_REDIRECTS, url) from None
     except (OSError, http.client.HTTPException) as exc:
         raise Unreachable(f"{type(exc).__name__}: {exc}", url) from exc
 
@@ -342,6 +347,7 @@ def _aiohttp_options(out: Outgoing) -> dict[str, Any]:
         "data": out.content,
         "headers": out.headers,
         "allow_redirects": True,
+        "max_redirects": MAX_REDIRECTS + 1,  # aiohttp counts the requests, http11 the redirects
         "timeout": _DEFAULT_TIMEOUT if seconds is None else aiohttp.ClientTimeout(
             total=None, connect=seconds, sock_connect=seconds, sock_read=seconds
         ),

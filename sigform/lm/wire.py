@@ -10,6 +10,7 @@ import os
 from typing import Any
 from urllib.parse import unquote
 
+from sigform.lm.connection_errors import shown_url
 from sigform.lm.credentials import memoised_by_url, split_url
 from sigform.lm.request import Request
 from sigform.lm.response import chunk_not_json
@@ -21,6 +22,7 @@ __all__ = [
     "StatusError",
     "StreamError",
     "TimedOut",
+    "TooManyRedirects",
     "TransportError",
     "Unreachable",
     "chunk_of",
@@ -51,6 +53,15 @@ class Unreachable(TransportError):
 
 class TimedOut(TransportError, TimeoutError):
     """No answer within the timeout."""
+
+
+class TooManyRedirects(TransportError):
+    """Each answer was a redirect, ``hops`` of them (a loop, or a misconfigured server)."""
+
+    def __init__(self, hops: int, url: str) -> None:
+        where = shown_url(url) or "the endpoint"
+        what = f"redirected the request more than {hops} times (a redirect loop? check api_base)"
+        super().__init__(f"{where} {what}", url)
 
 
 class StatusError(TransportError):

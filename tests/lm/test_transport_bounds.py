@@ -187,3 +187,32 @@ def test_headers_arriving_a_byte_at_a_time_end_at_the_timeout(server: Any, route
         else:
             asyncio.run(drain())
     assert time.monotonic() - started < 20  # 2 s here; generous for a loaded machine (was 60 s)
+
+
+@pytest.mark.parametrize("route", ["sync", "async"])
+def test_a_redirect_loop_is_reported_as_one(server: Any, route: str) -> None:
+    import sigform as sf
+
+    hops = []
+
+    def loop(handler: BaseHTTPRequestHandler) -> None:
+        hops.append(handler.path)
+        handler.send_response(307)
+        handler.send_header("Location", f"{handler.path}?again={len(hops)}")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    base = server(loop)
+    lm = sf.LM("openai/m", api_base=base, api_key="sk-t", num_retries=0, cache=False)
+    with pytest.raises(sf.ProviderError) as info:
+        if route == "sync":
+            lm("hi")
+        else:
+            asyncio.run(lm.acall("hi"))
+    message = str(info.value)
+    # it said "could not reach ...: the connection failed" (the async route after 10 hops)
+    assert "redirected the request more than 5 times" in message, message
+    assert "connection failed" not in message
+    assert "/v1/chat/completions" in message and "again=" not in message  # no query shown
+    assert len(hops) == 6
+    assert info.value.retryable is False  # sending it again loops again
