@@ -124,8 +124,7 @@ class Connections:
                 raise
             location = response.getheader("location")
             if response.status in (307, 308) and location:
-                response.read()
-                self._done(origin, conn, response)
+                conn.close()  # its body unread: it may be endless (a new connection costs less)
                 moved = urljoin(url, location)
                 if urlsplit(moved)[:2] != urlsplit(url)[:2]:  # another origin gets no credentials
                     headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}

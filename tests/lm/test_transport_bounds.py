@@ -216,3 +216,34 @@ def test_a_redirect_loop_is_reported_as_one(server: Any, route: str) -> None:
     assert "/v1/chat/completions" in message and "again=" not in message  # no query shown
     assert len(hops) == 6
     assert info.value.retryable is False  # sending it again loops again
+
+
+def test_the_body_of_a_redirect_is_not_read(server: Any) -> None:
+    sent = [0]
+    finished = threading.Event()
+
+    def moved_then_endless(handler: BaseHTTPRequestHandler) -> None:
+        if handler.path.startswith("/landed"):
+            body = b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]}'
+            handler.send_response(200)
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+            return
+        handler.send_response(307)
+        handler.send_header("Location", "/landed/chat/completions")
+        handler.end_headers()  # no length: the body ends when the connection does
+        try:  # the sync route read it all before following the redirect
+            for _ in range(64):
+                handler.wfile.write(b"A" * LIMIT)
+                sent[0] += LIMIT
+        finally:
+            finished.set()
+
+    base = server(moved_then_endless)
+    req = _request(base)
+    req.timeout = None  # the default: 10 minutes to answer
+    body, _ = transport.Transport().complete(req)
+    assert body["choices"][0]["message"]["content"] == "hi"
+    assert finished.wait(20)
+    assert sent[0] < 32 * LIMIT  # the client hung up at once (it read all 64 MiB before)
