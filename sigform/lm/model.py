@@ -22,7 +22,7 @@ from sigform.lm.interface import Completion, Usage
 from sigform.lm.lifecycle import Call, Ledger
 from sigform.lm.model_names import check_model_name
 from sigform.lm.options import LMOptions
-from sigform.lm.params import BASE_SPECS, ParamSpec, applicable, nest_dotted
+from sigform.lm.params import BASE_SPECS, CONTROL, ParamSpec, applicable, check_spelling, nest_dotted
 from sigform.lm.rate_limit import limited_route, limiter_of
 from sigform.lm.request import Request, cache_key, response_format_dict
 from sigform.lm.retry import RetryPolicy, check_limits
@@ -39,8 +39,6 @@ __all__ = ["LM"]
 # features of unknown OpenAI-compatible endpoints that are discovered by trying, and the weakest
 # JSON-adapter mode that still counts as having them
 _DISCOVERED = {"json_schema": "json_schema", "json_object": "json_object"}
-# per-call options that steer sigform itself, not the request body
-_CONTROL = frozenset({"cache", "num_retries", "timeout", "headers", "prompt_cache", "prune"})
 _OPTION_NAMES = LMOptions.names()
 
 
@@ -80,6 +78,8 @@ class LM:
         **kwargs: Any,
     ) -> None:
         given = LMOptions.take(kwargs)  # the rest are request defaults and connection settings
+        if kwargs:
+            check_spelling(kwargs, f"LM({model!r})", _OPTION_NAMES)
         if model is None:
             configured = get_setting("lm")
             if isinstance(configured, LM) and configured is not self:
@@ -310,7 +310,9 @@ class LM:
             isinstance(m, Mapping) and "role" in m for m in messages
         ):
             raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts (or a string)")
-        control = {k: kwargs.pop(k) for k in _CONTROL & kwargs.keys()}
+        if kwargs:  # before credentials are taken out: `max_token` is a secret's name
+            check_spelling(kwargs, self.model)
+        control = {k: kwargs.pop(k) for k in CONTROL & kwargs.keys()}
         if "extra_headers" in kwargs:  # sent as headers; never a recorded request parameter
             extra = _header_dict(kwargs.pop("extra_headers"))
             control["headers"] = {**extra, **(control.get("headers") or {})}

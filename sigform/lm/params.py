@@ -12,6 +12,7 @@ names (``reasoning.effort``) become nested request fields (``{"reasoning": {"eff
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -28,6 +29,7 @@ __all__ = [
     "ParameterWarning",
     "applicable",
     "build_schema",
+    "misspelled",
     "nest_dotted",
 ]
 
@@ -167,6 +169,39 @@ def build_schema(
             )
         out[name] = spec
     return out
+
+
+# sigform's per-call options (steering sigform, never sent)
+CONTROL = frozenset({"cache", "num_retries", "timeout", "headers", "prompt_cache", "prune"})
+# where a credential goes: a misspelled one (`api_kye=`) was sent to the provider as a request
+# field, and kept in the history and the cache key
+_CREDENTIAL_NAMES = ("api_key", "api_base")
+
+
+@functools.lru_cache(maxsize=256)
+def misspelled(name: str, options: frozenset[str] = frozenset()) -> str | None:
+    """The setting ``name`` is surely a misspelling of (``temprature`` -> ``temperature``), else
+    None. Names sigform does not know are passed to the provider as they are (``top_k=40``,
+    ``min_p``): only a name this close to one of sigform's is refused (``top_k`` is not
+    ``top_p``), or close to a credential's name; ``options`` are more known names."""
+    import difflib  # only for names that are no request setting
+
+    known = BASE_SPECS.keys() | CONTROL | options
+    if name in known or name in _CREDENTIAL_NAMES:
+        return None
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.9)
+    close = close or difflib.get_close_matches(name, _CREDENTIAL_NAMES, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def check_spelling(names: Any, where: str, options: frozenset[str] = frozenset()) -> None:
+    """Raise :class:`ParameterError` for the first of ``names`` that is :func:`misspelled`."""
+    for name in names:
+        if name not in BASE_SPECS and (close := misspelled(name, options)) is not None:
+            raise ParameterError(
+                f"{where}: unknown setting `{name}`; did you mean `{close}`? (a provider's own "
+                "setting that sigform does not know, such as top_k=40, is sent as it is)"
+            )
 
 
 class ParameterWarning(UserWarning):

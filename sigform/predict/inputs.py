@@ -248,11 +248,11 @@ def _option_problem(owner: type, name: str, value: Any) -> str | None:
     close = difflib.get_close_matches(name, _init_parameters(owner), n=1, cutoff=0.75)
     if close:
         return f"did you mean `{close[0]}=`?"
-    # a misspelled request setting (`temprature`, `max_token`: a secret's name otherwise), close
-    # enough that no provider's own name is taken for one (`top_k` is not `top_p`)
-    close = difflib.get_close_matches(name, sorted(settings), n=1, cutoff=0.9)
-    if close:
-        return f"did you mean `{close[0]}`?"
+    # a misspelled request setting (`temprature`, `max_token`: a secret's name otherwise)
+    from sigform.lm.params import misspelled
+
+    if (setting := misspelled(name)) is not None:
+        return f"did you mean `{setting}`?"
     # per-call credentials and connection settings are the LM's to resolve (values may be
     # callables or env:/cmd: references)
     if name in CONNECTION_SETTINGS or is_secret_name(name) or name in ("extra_headers", "rollout_id"):
@@ -298,7 +298,6 @@ def _is_lm_setting(name: str) -> bool:
 
 
 def _lm_settings() -> frozenset[str]:
-    from sigform.lm.model import _CONTROL
-    from sigform.lm.params import BASE_SPECS
+    from sigform.lm.params import BASE_SPECS, CONTROL
 
-    return frozenset(BASE_SPECS) | _CONTROL
+    return frozenset(BASE_SPECS) | CONTROL
