@@ -108,7 +108,49 @@ def _checked(settings: Mapping[str, object], where: str) -> Mapping[str, object]
         )
     for name, value in settings.items():
         check_component(name, value, where)
+        check_value(name, value, where)
     return settings
+
+
+def _flag(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+def _count(least: int, optional: bool = True) -> Any:
+    def check(value: object) -> bool:
+        if value is None:
+            return optional
+        return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+    return check
+
+
+# what a plain setting's value must be, and that in words (`cache="no"` was truthy: the cache
+# stayed on; `cache_dir=5` failed at the first call, far away)
+_VALUES: dict[str, tuple[Any, str]] = {
+    "cache": (_flag, "True or False"),
+    "cache_disk": (_flag, "True or False"),
+    "prompt_cache": (_flag, "True or False"),
+    "native_reasoning": (_flag, "True or False"),
+    "parallel_tools": (_flag, "True or False"),
+    "cache_dir": (lambda v: v is None or isinstance(v, (str, PathLike)), "a folder (str, PathLike) or None"),
+    "cache_size_limit": (_count(0), "a number of bytes (int >= 0) or None"),
+    "cache_memory_entries": (_count(0), "a number of entries (int >= 0) or None"),
+    "num_threads": (_count(1), "a positive int or None"),
+    "max_errors": (_count(0), "an int >= 0 or None"),
+    "unknown_inputs": (lambda v: v in ("error", "warn", "ignore"), "'error', 'warn' or 'ignore'"),
+    "callbacks": (lambda v: isinstance(v, (list, tuple)), "a list of sigform.hooks.Callback objects"),
+}
+
+
+def check_value(name: str, value: object, where: str) -> None:
+    """A clear error for a setting's value of the wrong type, naming what it takes."""
+    rule = _VALUES.get(name)
+    if rule is not None and not rule[0](value):
+        from sigform.excerpt import shorten
+
+        seen = f"{type(value).__name__} {shorten(repr(value), 60)}"
+        raise ParameterError(f"{where}: setting `{name}` takes {rule[1]}; got {seen}")
 
 
 # what an ``lm`` or ``adapter`` value must have, and how to write one

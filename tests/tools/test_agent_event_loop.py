@@ -110,8 +110,8 @@ def test_run_sync_carries_settings_and_cancels_nothing_on_success() -> None:
     async def read() -> object:
         return get_setting("parallel_tools")
 
-    with sf.context(parallel_tools="from-caller"):
-        assert run_sync(read) == "from-caller"
+    with sf.context(parallel_tools=True):
+        assert run_sync(read) is True
     assert run_sync(read) is None
 
 
