@@ -30,7 +30,9 @@ def _all_modules() -> list[object]:
     return out
 
 
-_TRANSPORT_ERRORS = ("TransportError", "Unreachable", "TimedOut", "StatusError", "StreamError")
+_TRANSPORT_ERRORS = (
+    "TransportError", "Unreachable", "TimedOut", "StatusError", "StreamError", "TooManyRedirects"
+)
 
 
 def test_every_exception_class_in_sigform_is_a_sigform_error() -> None:

@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
-__all__ = ["MAX_REDIRECTS", "Connections", "Late", "RedirectLoop", "proxy_auth", "proxy_for"]
+from sigform.lm.wire import TimedOut, TooManyRedirects
+
+__all__ = ["MAX_REDIRECTS", "Connections", "late", "proxy_auth", "proxy_for"]
 
 # the variables a proxy is read from (urllib.request's names, either case)
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
@@ -31,27 +33,15 @@ _MAX_IDLE = 32  # idle connections kept per origin
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 
 
-class RedirectLoop(http.client.HTTPException):
-    """Every answer was a redirect, more than :data:`MAX_REDIRECTS` of them."""
-
-
-class Late(TimeoutError):
-    """The answer (status line, headers and, for a whole answer, the body) did not arrive
-    within its seconds."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"the answer did not arrive within {seconds:g}s")
-
-
 class _Timed(io.RawIOBase):
     """The socket of one response as ``http.client`` reads it: each read waits at most
     ``read_s``, and none waits past ``deadline`` (monotonic; None: no deadline). The status line
     and headers are read through it too: with a timeout per read only, a server sending them a
     byte at a time held a call for as long as it liked."""
 
-    def __init__(self, sock: Any, read_s: float, deadline: float | None) -> None:
+    def __init__(self, sock: Any, url: str, read_s: float, deadline: float | None) -> None:
         super().__init__()
-        self.sock, self.read_s, self.deadline = sock, read_s, deadline
+        self.sock, self.url, self.read_s, self.deadline = sock, url, read_s, deadline
         # the socket's own reader: it keeps the socket open while the response is read, also
         # after the connection is closed (as http.client's own does)
         self.raw = sock.makefile("rb", buffering=0)
@@ -72,13 +62,13 @@ class _Timed(io.RawIOBase):
         if self.deadline is not None:
             wait = min(wait, self.deadline - time.monotonic())
             if wait <= 0:
-                raise Late(self.read_s)
+                raise late(self.read_s, self.url)
         self.sock.settimeout(wait)
         try:
             return int(self.raw.readinto(buffer))
         except TimeoutError:
             if self.deadline is not None and time.monotonic() >= self.deadline:
-                raise Late(self.read_s) from None
+                raise late(self.read_s, self.url) from None
             raise
 
 
@@ -104,7 +94,7 @@ class Connections:
         *, whole: bool = True,
     ) -> Iterator[http.client.HTTPResponse]:
         """The response to ``POST url`` (redirects followed); raises what the socket, TLS or
-        ``http.client`` raise when no response came, and :class:`Late` when the headers did not
+        ``http.client`` raise when no response came, and ``TimedOut`` when the headers did not
         arrive within ``read_s`` of sending (nor the body, for a ``whole`` answer: a stream's
         body then has ``read_s`` for each read)."""
         deadline = time.monotonic() + read_s
@@ -112,13 +102,13 @@ class Connections:
             origin, target, conn, reused = self._connection(url, connect_s)
             sent = {**proxy_auth(origin[3]), **headers} if origin[0] == "http" and origin[3] else headers
             try:
-                response, timed = _send(conn, target, sent, body, read_s, deadline)
+                response, timed = _send(conn, url, target, sent, body, read_s, deadline)
             except _STALE:
                 conn.close()
                 if not reused:
                     raise
                 conn = self._new(origin, connect_s)  # it was closed while idle: once more, anew
-                response, timed = _send(conn, target, sent, body, read_s, deadline)
+                response, timed = _send(conn, url, target, sent, body, read_s, deadline)
             except BaseException:
                 conn.close()
                 raise
@@ -139,7 +129,7 @@ class Connections:
                 raise
             self._done(origin, conn, response)
             return
-        raise RedirectLoop(f"more than {MAX_REDIRECTS} redirects")
+        raise TooManyRedirects(MAX_REDIRECTS, url)
 
     def _connection(self, url: str, connect_s: float) -> tuple[Any, str, http.client.HTTPConnection, bool]:
         try:
@@ -198,16 +188,21 @@ class Connections:
 
 
 def _send(
-    conn: http.client.HTTPConnection, target: str, headers: dict[str, str], body: bytes,
+    conn: http.client.HTTPConnection, url: str, target: str, headers: dict[str, str], body: bytes,
     read_s: float, deadline: float,
 ) -> tuple[http.client.HTTPResponse, _Timed]:
     if conn.sock is None:
         conn.connect()
     conn.sock.settimeout(read_s)
-    timed = _Timed(conn.sock, read_s, deadline)
+    timed = _Timed(conn.sock, url, read_s, deadline)
     conn.response_class = lambda sock, method=None: http.client.HTTPResponse(timed, method=method)  # type: ignore[assignment,arg-type]
     conn.request("POST", target, body=body, headers=headers)
     return conn.getresponse(), timed
+
+
+def late(seconds: float, url: str) -> TimedOut:
+    """The error of an answer (its headers, or all of it) that took longer than ``seconds``."""
+    return TimedOut(f"the answer did not arrive within {seconds:g}s", url)
 
 
 def proxy_for(url: str) -> str | None:

@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from sigform import runtime
-from sigform.lm.http11 import MAX_REDIRECTS, Connections, Late, RedirectLoop, proxy_auth, proxy_for
+from sigform.lm.http11 import MAX_REDIRECTS, Connections, late, proxy_auth, proxy_for
 from sigform.lm.request import Request
 from sigform.lm.response import MalformedResponseError, parse_body
 from sigform.lm.wire import (
@@ -103,7 +103,7 @@ class _Body:
         if self.size > _MAX_BODY:
             raise _too_large("the answer")
         if time.monotonic() > self.deadline:
-            raise TimedOut(f"the answer did not arrive within {self.seconds:g}s", self.url)
+            raise late(self.seconds, self.url)
         self.parts.append(chunk)
 
 
@@ -254,7 +254,7 @@ async def _within(answer: Any, seconds: float, url: str) -> Any:
     except (asyncio.TimeoutError, TimeoutError) as exc:
         if isinstance(exc, TransportError):
             raise
-        raise TimedOut(str(Late(seconds)), url) from None
+        raise late(seconds, url) from None
 
 
 @contextlib.asynccontextmanager
@@ -310,9 +310,7 @@ def _sync_failures(url: str) -> Iterator[None]:
     except TransportError:
         raise
     except TimeoutError as exc:
-        raise TimedOut(str(exc) if isinstance(exc, Late) else "no answer within the timeout", url) from exc
-    except RedirectLoop:
-        raise TooManyRedirects(MAX_REDIRECTS, url) from None
+        raise TimedOut("no answer within the timeout", url) from exc
     except (OSError, http.client.HTTPException) as exc:
         raise Unreachable(f"{type(exc).__name__}: {exc}", url) from exc
 
