@@ -157,12 +157,12 @@ def attempt(
     lm, inputs = call.lm, call.inputs
     signature = adapter.prompt_signature(call)
     kwargs = adapter.request_kwargs(call, signature)
-    prefix = ""
+    prefix, stops = "", []
     layout: Layout | None
     if text_mode(lm):  # a base model: one plain-text document (sigform.adapters.document)
         doc = adapter.document(signature, call.demos, inputs)
         messages: list[Message] = [{"role": "user", "content": doc.text}]
-        layout, prefix = None, doc.prefix
+        layout, prefix, stops = None, doc.prefix, doc.stop
         if doc.stop and "stop" not in call.lm_kwargs and lm.supports("stop"):
             kwargs["stop"] = [*doc.stop, *(kwargs.get("stop") or ())]
     else:
@@ -177,8 +177,8 @@ def attempt(
     completions = yield from adapter.send_request(lm, state, first)
     if not completions:
         raise StructureError("the LM returned no completion", adapter=adapter.name)
-    if prefix:  # the answer's start was written in the document's cue
-        completions = [replace(c, text=prefix + (c.text or "")) for c in completions]
+    if prefix or stops:  # the answer's start was written in the document's cue
+        completions = [replace(c, text=prefix + _record_only(c.text or "", stops)) for c in completions]
     slots = [Slot(adapter.finished_completion(signature, c, kwargs)) for c in completions]
     for slot in slots:
         judge(adapter, signature, slot, inputs, limit)
@@ -195,6 +195,15 @@ def attempt(
             if not sent:
                 break
     return slots
+
+
+def _record_only(text: str, stops: list[str]) -> str:
+    """``text`` up to the next record's start, as a server honouring the document's stops ends
+    it: one that ignores them (or an LM without stops) sent the records the model went on to
+    invent, and the later, invented answer was read (a chat answer's later object wins)."""
+    for stop in stops:
+        text = text.split(stop, 1)[0]
+    return text
 
 
 def text_mode(lm: LMProtocol) -> bool:

@@ -141,3 +141,26 @@ def test_a_text_model_is_not_re_asked_in_prose() -> None:
     with pytest.raises(sf.FieldValueError, match="total"):
         sf.Predict(Invoice, lm=lm, demos=DEMOS, adapter=sf.ChatAdapter(fallback=False))(text=NEW)
     assert len(lm.calls) == 1
+
+
+INVENTED = "\n\nText: Bill from Zeta: $1 due 2030-01-01.\n"
+
+
+@pytest.mark.parametrize(
+    ("adapter", "answer", "invented"),
+    [
+        (sf.JSONAdapter(), " {" + RECORD + "}", 'JSON: {"vendor": "Zeta", "total": 1.0, "currency": "EUR", '
+                                                '"due_date": "2030-01-01"}'),
+        (sf.ChatAdapter(), CHAT_ANSWER, "[[ ## vendor ## ]]\nZeta\n\n[[ ## total ## ]]\n1"),
+        (sf.XMLAdapter(), ">Redwood</vendor>\n<total>3150</total>\n<currency>USD</currency>\n"
+                          "<due_date>2025-09-09</due_date>", "<vendor>Zeta</vendor>\n<total>1</total>"),
+    ],
+    ids=["json", "chat", "xml"],
+)
+def test_a_record_the_model_goes_on_to_invent_is_not_read(
+    adapter: sf.Adapter, answer: str, invented: str
+) -> None:
+    # a server that ignores `stop` (or an LM without it): the model writes the next record itself;
+    # it was read as the answer (the later object or marker wins in a chat answer)
+    pred, _ = run(adapter, answer + INVENTED + invented)
+    assert {k: pred[k] for k in WANT} == WANT
