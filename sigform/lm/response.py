@@ -225,6 +225,10 @@ def parse_choices(
         calls = _tool_calls(message)
         # a text completion (``/completions``) answers with the choice's ``text``
         content = message.get("content") if "text" not in choice else choice["text"]
+        if isinstance(content, Mapping):  # never read as its Python repr
+            where = "text" if "text" in choice else "message content"
+            shown = str(content)[:60]
+            raise MalformedResponseError(f"a choice's {where} is a JSON object, not a string: {shown!r}")
         out.append(
             Completion(
                 text=text_of(content),

@@ -27,6 +27,14 @@ MALFORMED = {
     ),
     "choices not a list": (json.dumps({**GOOD, "choices": "none"}).encode(), "application/json"),
     "choice not an object": (json.dumps({**GOOD, "choices": ["x"]}).encode(), "application/json"),
+    # read as its Python repr, "{'answer': 4}", which the adapters then parsed as an answer
+    "content an object": (
+        json.dumps({**GOOD, "choices": [{"index": 0, "message": {"content": {"answer": 4}}}]}).encode(),
+        "application/json",
+    ),
+    "text an object": (
+        json.dumps({**GOOD, "choices": [{"index": 0, "text": {"answer": 4}}]}).encode(), "application/json"
+    ),
 }
 
 
