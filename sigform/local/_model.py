@@ -137,8 +137,8 @@ def model_type_of(path: Path) -> str:
     text completions), else ``"chat"``. Read from the file's metadata with llama-cpp-python
     (vocabulary only, no weights), once per file version: the answer is kept next to the file."""
     record = path.with_name(path.name + ".model-type.json")
-    try:
-        kept = json.loads(record.read_text())
+    try:  # read and written like every state file: a FIFO or symlink put there hangs nothing
+        kept = json.loads(read_regular(record, limit=4096))
         fresh = isinstance(kept, dict) and kept.get("file") == _fingerprint(path)
         if fresh and kept.get("type") in ("text", "chat"):
             return str(kept["type"])
@@ -149,5 +149,5 @@ def model_type_of(path: Path) -> str:
     metadata = Llama(model_path=str(path), vocab_only=True, verbose=False).metadata
     found = "chat" if metadata.get("tokenizer.chat_template") else "text"
     with contextlib.suppress(OSError):  # the record only saves time
-        record.write_text(json.dumps({"file": _fingerprint(path), "type": found}))
+        write_atomic(record, json.dumps({"file": _fingerprint(path), "type": found}).encode())
     return found

@@ -55,3 +55,25 @@ def test_only_known_servers_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert _server_registry.model_type("http://127.0.0.1:6666/v1") is None
     server.model_path = tmp_path / "missing.gguf"
     assert _server_registry.model_type() is None  # unreadable: not known
+
+
+def test_a_fifo_in_place_of_the_record_hangs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import threading
+
+    llama_cpp = pytest.importorskip("llama_cpp")
+    monkeypatch.setattr(llama_cpp, "Llama", lambda **kw: SimpleNamespace(metadata={}))
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    record = tmp_path / "m.gguf.model-type.json"
+    os.mkfifo(record)
+    answers: list[str] = []
+    reader = threading.Thread(target=lambda: answers.append(_model.model_type_of(gguf)), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    if reader.is_alive():  # stuck opening the FIFO: give it a writer so the thread can end
+        os.close(os.open(record, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(timeout=5)
+        pytest.fail("model_type_of waited on a FIFO named like its record")
+    assert answers == ["text"]
+    assert json.loads(record.read_text())["type"] == "text"  # the FIFO was replaced by the record
