@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import ItemsView, Iterable, KeysView, Mapping, ValuesView
 from typing import Any, Literal
 
-from sigform.errors import InputError
+from sigform.errors import InputError, NoSuchField
 from sigform.excerpt import shorten
 from sigform.signatures.display import record_html, record_repr, record_rich
 from sigform.signatures.prediction import Record
@@ -69,10 +69,8 @@ class Example(Record):
     def with_inputs(self, *keys: str) -> Example:
         """A copy whose input keys are ``keys`` (each must be present)."""
         missing = [k for k in keys if k not in self._store]
-        if missing:
-            raise KeyError(
-                f"with_inputs: no such key(s) {', '.join(missing)}; keys: {', '.join(self._store)}"
-            )
+        if missing:  # a KeyError naming the closest key
+            raise NoSuchField(type(self).__name__, missing[0], tuple(self._store))
         new = self.copy()
         object.__setattr__(new, "_input_keys", tuple(keys))
         return new

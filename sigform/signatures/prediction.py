@@ -36,6 +36,12 @@ class Record:
         object.__setattr__(self, "_store", store)
 
     # -- access --------------------------------------------------------------------------------
+    def __dir__(self) -> list[str]:
+        # the fields too: completion in a notebook, and Python's "Did you mean: 'answer'?" under
+        # the error of a misspelled field (`pred.answr`)
+        fields = (k for k in self._store if isinstance(k, str) and k.isidentifier())
+        return sorted({*super().__dir__(), *fields})
+
     def __getattr__(self, name: str) -> Any:
         # only reached when normal lookup fails; private/dunder names never read the store, so
         # copy/pickle probing (``__deepcopy__``, ``__getstate__``) behaves normally

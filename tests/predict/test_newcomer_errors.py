@@ -102,3 +102,20 @@ def test_a_model_or_adapter_name_where_an_object_goes_is_a_clear_error(mistake, 
     with pytest.raises(ParameterError, match=want):
         mistake()
     assert get_setting("lm") is None and get_setting("adapter") is None
+
+
+def test_a_misspelled_field_of_a_prediction_gets_pythons_did_you_mean() -> None:
+    import subprocess
+    import sys
+
+    pred = sf.Prediction(answer="Paris", confidence=0.9)
+    assert {"answer", "confidence"} <= set(dir(pred))  # completion in a notebook, too
+    script = "import sigform as sf\nsf.Prediction(answer='Paris', confidence=0.9).answr\n"
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.stderr.strip().endswith("Did you mean: 'answer'?"), run.stderr[-300:]
+
+
+def test_with_inputs_names_the_closest_key() -> None:
+    with pytest.raises(KeyError) as info:
+        sf.Example(question="Capital of France?", answer="Paris").with_inputs("qestion")
+    assert "has no field 'qestion' (did you mean 'question'?)" in str(info.value)
