@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult
 
+from sigform import jsonvalue
 from sigform.files import read_regular
 from sigform.lm.credentials import memoised_by_url, split_url
 
@@ -198,7 +199,7 @@ def _read_file(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
         logger.warning("ignoring %s: larger than %d bytes", path, MAX_FILE_BYTES)
         return {}
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = jsonvalue.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         logger.warning("ignoring %s: not valid JSON", path)
         return {}

@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from sigform import jsonvalue
 from sigform.errors import MalformedResponseError
 from sigform.lm.interface import Completion, ToolCall, Usage
 
@@ -115,7 +116,7 @@ def decode_arguments(raw: object) -> Mapping[str, Any] | str:
     if not isinstance(raw, str):
         return "" if raw is None else str(raw)
     try:
-        value = json.loads(raw) if raw.strip() else {}
+        value = jsonvalue.loads(raw) if raw.strip() else {}
     except ValueError:
         return raw
     return value if isinstance(value, dict) else raw

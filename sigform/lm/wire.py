@@ -10,6 +10,7 @@ import os
 from typing import Any
 from urllib.parse import unquote
 
+from sigform import jsonvalue
 from sigform.lm.connection_errors import shown_url
 from sigform.lm.credentials import memoised_by_url, split_url
 from sigform.lm.request import Request
@@ -70,7 +71,7 @@ class StatusError(TransportError):
     def __init__(self, status_code: int, headers: Any, raw: bytes, url: str) -> None:
         text = raw.decode("utf-8", "replace").strip()
         try:
-            body: Any = json.loads(text)
+            body: Any = jsonvalue.loads(text)
         except ValueError:
             body = text or None
         super().__init__(f"Error code: {status_code} - {body if body is not None else ''}", url)
@@ -177,7 +178,7 @@ def chunk_of(line: str) -> Any:
     if data == "[DONE]":
         return DONE
     try:
-        chunk = json.loads(data)
+        chunk = jsonvalue.loads(data)
     except json.JSONDecodeError as exc:
         raise chunk_not_json(exc) from None
     if isinstance(chunk, dict) and chunk.get("error"):

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sigform import jsonvalue
 from sigform.files import read_regular, write_atomic
 from sigform.local._launcher import PROBE_FLAG, SAFE_CPU_FLAG
 from sigform.local._process import describe_exit
@@ -100,7 +101,7 @@ def machine_key() -> str:
 
 def _read(path: Path) -> dict[str, object]:
     try:
-        data = json.loads(read_regular(path))
+        data = jsonvalue.loads(read_regular(path))
     except (OSError, ValueError):
         return {}
     entries = data.get("machines") if isinstance(data, dict) else None

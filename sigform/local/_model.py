@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from sigform import jsonvalue
 from sigform.errors import LocalModelError
 from sigform.files import read_regular, write_atomic
 from sigform.local._requirements import require_local_extra
@@ -50,7 +51,7 @@ def _fingerprint(target: Path) -> dict[str, int]:
 
 def _stamp_ok(target: Path, expected: str) -> bool:
     try:
-        stamp = json.loads(read_regular(_stamp_path(target)))
+        stamp = jsonvalue.loads(read_regular(_stamp_path(target)))
     except (OSError, ValueError):
         return False
     return isinstance(stamp, dict) and stamp == {**_fingerprint(target), "sha256": expected}
@@ -138,7 +139,7 @@ def model_type_of(path: Path) -> str:
     (vocabulary only, no weights), once per file version: the answer is kept next to the file."""
     record = path.with_name(path.name + ".model-type.json")
     try:  # read and written like every state file: a FIFO or symlink put there hangs nothing
-        kept = json.loads(read_regular(record, limit=4096))
+        kept = jsonvalue.loads(read_regular(record, limit=4096))
         fresh = isinstance(kept, dict) and kept.get("file") == _fingerprint(path)
         if fresh and kept.get("type") in ("text", "chat"):
             return str(kept["type"])

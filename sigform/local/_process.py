@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import json
 import logging
 import os
 import signal
@@ -22,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from sigform import jsonvalue
 from sigform.errors import LocalModelError
 from sigform.local._launcher import PARENT_ENV, SAFE_CPU_FLAG
 from sigform.local._ownership import ownership_problem
@@ -71,7 +71,7 @@ def probe(host: str, port: int, alias: str, timeout: float = 2.0) -> bool:
         resp = conn.getresponse()
         if resp.status != 200:
             return False
-        data = json.loads(resp.read()).get("data")
+        data = jsonvalue.loads(resp.read()).get("data")
     except (OSError, http.client.HTTPException, ValueError, AttributeError):
         return False
     finally:

@@ -16,6 +16,7 @@ import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from sigform import jsonvalue
 from sigform.files import read_regular, write_atomic
 
 __all__ = ["ServerState", "cache_dir", "clear_state", "pid_alive", "read_state", "state_path", "write_state"]
@@ -60,7 +61,7 @@ def read_state(path: Path | None = None) -> ServerState | None:
     """The recorded state, or ``None`` when the file is missing, unreadable or malformed."""
     path = path or state_path()
     try:
-        raw: object = json.loads(read_regular(path))  # a FIFO here is ignored, never waited on
+        raw: object = jsonvalue.loads(read_regular(path))  # a FIFO here is ignored, never waited on
     except (OSError, ValueError):
         return None
     if not isinstance(raw, dict):

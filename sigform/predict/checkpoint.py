@@ -45,6 +45,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from sigform import jsonvalue
 from sigform.errors import CheckpointError
 from sigform.probes import probe
 from sigform.signatures.prediction import Prediction, PredictionMeta, Record
@@ -330,7 +331,7 @@ class Checkpoint:
         for number, raw in enumerate(lines[1:], start=2):
             where = f"{self.path}, line {number}"
             try:
-                entry = json.loads(raw)
+                entry = jsonvalue.loads(raw)
             except ValueError:
                 if number != len(lines):
                     raise CheckpointError(f"{where}: not JSON; the checkpoint is damaged") from None
@@ -355,7 +356,7 @@ class Checkpoint:
 
     def _check_header(self, raw: bytes) -> None:
         try:
-            header = json.loads(raw)
+            header = jsonvalue.loads(raw)
         except ValueError:
             header = None
         if not isinstance(header, dict) or header.get("format") != FORMAT:

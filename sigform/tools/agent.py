@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sigform import jsonvalue
 from sigform.conversation import Layout, asend
 from sigform.errors import FieldValueError, SignatureError, ToolError
 from sigform.hooks import Callback
@@ -244,7 +245,7 @@ class _Run:
         arguments: object = call.arguments
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
+                arguments = jsonvalue.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 return None, ToolResult.error(f"the final answer is not valid JSON ({exc.msg})")
         if not isinstance(arguments, Mapping):

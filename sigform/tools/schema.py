@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from sigform import jsonvalue
 from sigform.errors import FieldError, ToolArgumentsError, ToolError
 from sigform.excerpt import shorten
 from sigform.probes import probe
@@ -174,7 +175,7 @@ def decode_arguments(tool: str, arguments: Mapping[str, Any] | str | None) -> di
         arguments = {}
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = jsonvalue.loads(arguments)
         except json.JSONDecodeError as exc:
             raise ToolArgumentsError(
                 f"arguments for tool `{tool}` are not valid JSON ({exc.msg} at position {exc.pos}): "
