@@ -69,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--show-failures", action="store_true", help="list the examples each program got wrong"
     )
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="run the programs example by example, each in turn (fair timing on a shared machine)",
+    )
     parser.add_argument("--out", type=Path, help="write the run as JSON (records included) to this file")
     parser.add_argument(
         "--merge", type=Path, nargs="+", help="combine runs saved with --out (one program each) into --out"
@@ -87,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             api_base=args.api_base,
             max_tokens=args.max_tokens,
             log=lambda msg: print(msg, file=sys.stderr, flush=True),
+            interleave=args.interleave,
         )
     print(report.markdown(run))
     if args.show_failures:

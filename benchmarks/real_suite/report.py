@@ -15,6 +15,7 @@ HEAD = (
     "completion tokens",
     "prompt tokens / call",
     "s / example",
+    "median s",
 )
 
 
@@ -30,6 +31,7 @@ def _row(name: str, s: dict[str, Any]) -> list[str]:
         f"{s['completion_tokens']:,}",
         f"{s['prompt_tokens_per_call']:.0f}",
         f"{s['seconds_per_example']:.2f}",
+        f"{s['median_seconds']:.2f}" if "median_seconds" in s else "",
     ]
 
 

@@ -162,20 +162,27 @@ def run_all(
     model: str | None = None,
     max_tokens: int = MAX_TOKENS,
     log: Callable[[str], None] = print,
+    interleave: bool = False,
 ) -> dict[str, Any]:
-    """Every program over every task (the first ``limit`` examples of each) on one server."""
+    """Every program over every task (the first ``limit`` examples of each) on one server;
+    ``interleave``: example by example, each program in turn (see :func:`run_interleaved`)."""
     check_programs(programs)
     examples = {t.name: t.examples(split)[:limit] for t in tasks}
     results = []
     with server(api_base, model) as (base, served):
+        if interleave:
+            count = sum(map(len, examples.values()))
+            log(f"{', '.join(programs)} interleaved on {count} {split} examples ...")
+            results = run_interleaved(
+                programs, tasks, examples, api_base=base, model=served, max_tokens=max_tokens, log=log
+            )
+            for result in results:
+                _log_total(result, log)
+            programs = ()
         for program in programs:
             log(f"{program} on {sum(map(len, examples.values()))} {split} examples ...")
             result = run_program(program, tasks, examples, api_base=base, model=served, max_tokens=max_tokens)
-            total = result["total"]
-            log(
-                f"  {program}: {100 * total['accuracy']:.1f}% right, "
-                f"{total['parse_failures']} parse failures, {total['seconds_per_example']:.2f} s/example"
-            )
+            _log_total(result, log)
             results.append(result)
     return {
         "split": split,
@@ -185,3 +192,53 @@ def run_all(
         "tasks": [t.name for t in tasks],
         "results": results,
     }
+
+
+def _log_total(result: dict[str, Any], log: Callable[[str], None]) -> None:
+    total = result["total"]
+    log(
+        f"  {result['program']}: {100 * total['accuracy']:.1f}% right, {total['parse_failures']} parse "
+        f"failures, {total['seconds_per_example']:.2f} s/example (median {total['median_seconds']:.2f})"
+    )
+
+
+def run_interleaved(
+    programs: Sequence[str],
+    tasks: Sequence[Task],
+    examples: dict[str, list[dict[str, Any]]],
+    *,
+    api_base: str,
+    model: str,
+    max_tokens: int = MAX_TOKENS,
+    log: Callable[[str], None] = print,
+) -> list[dict[str, Any]]:
+    """Like :func:`run_program` for each program, but example by example, every program in turn:
+    on a shared machine the load changes by the minute, and programs run one after another would
+    be timed under different loads. (Programs whose prompts share the demos' prefix also share
+    the server's prompt cache this way, as they would if run one after another.)"""
+    runs: dict[str, dict[str, dict[str, Any]]] = {p: {} for p in programs}
+    for task in tasks:
+        for i, example in enumerate(examples[task.name], 1):
+            for program in programs:
+                one = run_program(
+                    program,
+                    [task],
+                    {task.name: [example]},
+                    api_base=api_base,
+                    model=model,
+                    max_tokens=max_tokens,
+                )
+                runs[program].setdefault(task.name, {"records": []})["records"] += one["tasks"][task.name][
+                    "records"
+                ]
+            if i % 4 == 0:
+                log(f"  {task.name}: {i} of {len(examples[task.name])} examples")
+    results = []
+    for program in programs:
+        per_task = {
+            name: {"summary": summarise(t["records"]), "records": t["records"]}
+            for name, t in runs[program].items()
+        }
+        every = [r for t in per_task.values() for r in t["records"]]
+        results.append({"program": program, "tasks": per_task, "total": summarise(every)})
+    return results

@@ -13,6 +13,7 @@ field by field.
 from __future__ import annotations
 
 import re
+import statistics
 from collections import Counter
 from typing import Any
 
@@ -81,5 +82,7 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
     out["accuracy"] = out["right"] / n if n else 0.0
     out["field_accuracy"] = out["fields_right"] / field_total if field_total else 0.0
     out["seconds_per_example"] = out["seconds"] / n if n else 0.0
+    # the median resists the other processes of a shared machine better than the mean
+    out["median_seconds"] = round(statistics.median(r.get("seconds", 0.0) for r in records), 2) if n else 0.0
     out["prompt_tokens_per_call"] = out["prompt_tokens"] / out["calls"] if out["calls"] else 0.0
     return out
