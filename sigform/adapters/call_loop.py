@@ -159,7 +159,8 @@ def attempt(
     kwargs = adapter.request_kwargs(call, signature)
     prefix, stops = "", []
     layout: Layout | None
-    if text_mode(lm):  # a base model: one plain-text document (sigform.adapters.document)
+    document = text_mode(lm)
+    if document:  # a base model: one plain-text document (sigform.adapters.document)
         doc = adapter.document(signature, call.demos, inputs)
         messages: list[Message] = [{"role": "user", "content": doc.text}]
         layout, prefix, stops = None, doc.prefix, doc.stop
@@ -173,15 +174,15 @@ def attempt(
     formats = adapter.response_formats(lm, signature, kwargs)
     # layout: read by the driver (pruning, cache markers); formats: by the adapter's send_request
     first = PlannedCall(messages, kwargs, layout=layout, formats=formats)
-    state.fresh(first)
-    completions = yield from adapter.send_request(lm, state, first)
-    if not completions:
-        raise StructureError("the LM returned no completion", adapter=adapter.name)
-    if prefix or stops:  # the answer's start was written in the document's cue
-        completions = [replace(c, text=prefix + _record_only(c.text or "", stops)) for c in completions]
-    slots = [Slot(adapter.finished_completion(signature, c, kwargs)) for c in completions]
-    for slot in slots:
-        judge(adapter, signature, slot, inputs, limit)
+    slots: list[Slot] = []
+    if document and _free_first(formats):
+        slots = yield from _answer(
+            adapter, call, signature, state, replace(first, formats=None), prefix, stops, limit
+        )
+        if not all(s.ok for s in slots):
+            slots = []
+    if not slots:
+        slots = yield from _answer(adapter, call, signature, state, first, prefix, stops, limit)
     one = {k: v for k, v in kwargs.items() if k != "n"}
     for slot in slots:
         while (
@@ -194,6 +195,44 @@ def attempt(
             sent = yield from _retry_values(adapter, call, signature, first, one, slot, state, limit)
             if not sent:
                 break
+    return slots
+
+
+def _free_first(formats: ResponseFormats | None) -> bool:
+    """Whether a text-mode request constrained by ``formats`` is first sent without them.
+
+    A base model continuing a few-shot document mostly writes the answer the demos show; a
+    constraint (a GBNF grammar on llama-cpp-python's server) checks every token of its vocabulary
+    against the grammar at every step (262,144 tokens for Gemma 3: 2-4x the time per generated
+    token on the embedded model). So the first request goes out free, and the constrained one only
+    when its answer does not parse or validate: at temperature 0 a free answer that the grammar
+    would have allowed token by token is exactly the constrained answer; one it would not have
+    allowed is read by the adapter's typed parser (``$3,150.00`` -> 3150.0) or fails and is asked
+    again under the constraint. The prompt is the same, so the server's prompt cache makes the
+    second request cost only its generated tokens."""
+    return formats is not None and formats.modes[0] != "text"
+
+
+def _answer(
+    adapter: Adapter,
+    call: AdapterCall,
+    signature: type[Signature],
+    state: RunState,
+    request: PlannedCall,
+    prefix: str,
+    stops: list[str],
+    limit: OutputLimit,
+) -> Generator[PlannedCall, list[Completion], list[Slot]]:
+    """Send ``request`` and judge every candidate it gets."""
+    state.fresh(request)
+    completions = yield from adapter.send_request(call.lm, state, request)
+    if not completions:
+        raise StructureError("the LM returned no completion", adapter=adapter.name)
+    if prefix or stops:  # the answer's start was written in the document's cue
+        completions = [replace(c, text=prefix + _record_only(c.text or "", stops)) for c in completions]
+    slots = [Slot(adapter.finished_completion(signature, c, request.kwargs)) for c in completions]
+    for slot in slots:
+        judge(adapter, signature, slot, call.inputs, limit)
     return slots
 
 

@@ -18,7 +18,8 @@ new inputs, then the cue that starts the answer. The model continues from the cu
 the cue that belongs to the answer (:meth:`~sigform.adapters.formatting.PromptWriter.answer_prefix`:
 the first field's marker or opening tag) is put back before the answer is read, so every adapter
 reads a completion-mode answer with its usual parser. The next record's first input label is a
-stop sequence: the model otherwise goes on inventing records.
+stop sequence: the model otherwise goes on inventing records (for an answer written on one line,
+a JSON object after demos written so, the line's end is: the model stops a few tokens sooner).
 
 Without demos the document lists the output fields with their descriptions after the
 instructions (a base model has nothing else to go by). An input that is media (an image, audio)
@@ -98,9 +99,12 @@ def write_document(
         if not ins or not outs:
             continue  # nothing to show as a record
         parts.append(f"{_input_lines(writer, ins, data)}\n{writer.record_answer(signature, outs, data)}")
+    records = len(parts) > 1
     prefix = writer.answer_prefix(signature, out_views)
     cue = writer.answer_label
     cue = f"{cue} {prefix}".strip(" ") if cue else prefix
     parts.append(f"{_input_lines(writer, plain, inputs)}\n{cue}")
     stop = [f"\n\n{label(plain[0])}:"] if plain else []
+    if writer.one_line_answer and records:
+        stop = ["\n"]  # the records' answers are one line each: the line's end is the answer's
     return Document("\n\n".join(p for p in parts if p), prefix, stop)

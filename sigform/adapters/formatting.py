@@ -106,6 +106,7 @@ class PromptWriter:
     # ---- completion mode (a model without a chat template: sigform.adapters.document) ----------
 
     answer_label: ClassVar[str] = ""  # what introduces a record's answer ("JSON:"); "" for none
+    one_line_answer: ClassVar[bool] = False  # a record's answer never spans lines (JSON)
 
     def document(
         self,

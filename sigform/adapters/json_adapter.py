@@ -112,6 +112,7 @@ class JSONAdapter(Adapter):
         return self.templates.render("assistant", json=json.dumps(obj, ensure_ascii=False))
 
     answer_label: ClassVar[str] = "JSON:"
+    one_line_answer: ClassVar[bool] = True
 
     def record_answer(self, signature: type[Signature], views: Any, values: Mapping[str, Any]) -> str:
         obj = {v.name: self.jsonable(values[v.name]) for v in views}

@@ -67,7 +67,7 @@ def test_the_json_document_is_records_and_a_cue() -> None:
         'JSON: {"vendor": "Nordlicht", "total": 40.0, "currency": "EUR", "due_date": null}\n\n'
         f"Text: {NEW}\nJSON:"
     )
-    assert lm.last_kwargs["stop"] == ["\n\nText:"]  # the next record's start ends the answer
+    assert lm.last_kwargs["stop"] == ["\n"]  # the records' answers are one line: its end ends the answer
 
 
 def test_the_chat_adapter_puts_its_first_marker_back() -> None:
@@ -113,6 +113,7 @@ def test_without_demos_the_fields_are_listed() -> None:
     text = lm.last_messages[0]["content"]
     assert "Answer with:\nVendor: str\nTotal: float" in text
     assert text.endswith(f"Text: {NEW}\nJSON:")
+    assert lm.last_kwargs["stop"] == ["\n\nText:"]  # no one-line records shown: the next record ends it
 
 
 def test_an_input_cannot_forge_a_record() -> None:
@@ -164,3 +165,29 @@ def test_a_record_the_model_goes_on_to_invent_is_not_read(
     # it was read as the answer (the later object or marker wins in a chat answer)
     pred, _ = run(adapter, answer + INVENTED + invented)
     assert {k: pred[k] for k in WANT} == WANT
+
+
+def test_a_text_model_first_answers_without_the_constraint() -> None:
+    # the answer the demos show, read by the typed parser: one call, nothing constrained
+    pred, lm = run(
+        sf.JSONAdapter(),
+        ' {"vendor": "Redwood", "total": "$3,150.00", "currency": "USD", "due_date": "2025-09-09"}',
+        features={"stop", "json_schema"},
+    )
+    assert {k: pred[k] for k in WANT} == WANT
+    assert len(lm.calls) == 1
+    assert "response_format" not in lm.last_kwargs
+
+
+def test_an_unreadable_free_answer_is_asked_again_under_the_constraint() -> None:
+    lm = ScriptedLM(
+        [' {"vendor": "Redwood", "total": lots}', " {" + RECORD + "}"],
+        model_type="text",
+        features={"stop", "json_schema"},
+    )
+    pred = sf.Predict(Invoice, lm=lm, demos=DEMOS, adapter=sf.JSONAdapter())(text=NEW)
+    assert {k: pred[k] for k in WANT} == WANT
+    free, constrained = lm.calls
+    assert "response_format" not in free.kwargs
+    assert constrained.kwargs["response_format"]["type"] == "json_schema"
+    assert constrained.messages == free.messages  # the same document: the server's prompt cache holds
