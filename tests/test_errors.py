@@ -31,7 +31,8 @@ def _all_modules() -> list[object]:
 
 
 _TRANSPORT_ERRORS = (
-    "TransportError", "Unreachable", "TimedOut", "StatusError", "StreamError", "TooManyRedirects"
+    "TransportError", "Unreachable", "TimedOut", "StatusError", "StreamError", "TooManyRedirects",
+    "Redirected",
 )
 
 

@@ -310,7 +310,7 @@ def map_exception(exc: BaseException, *, model: str, secrets: Iterable[str] = ()
         or isinstance(exc, (TimeoutError, asyncio.TimeoutError))
     ):
         err = LMTimeoutError(msg("the request timed out"), **kw)
-    elif "TooManyRedirects" in names:  # the fast path's: the message says where
+    elif "Redirected" in names:  # the fast path's: the message says where
         kw["status_code"] = None
         err = ProviderError(f"{model}: {provider_msg}", **kw)
         err.retryable = False  # sent again, it loops again

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
-from sigform.lm.wire import TimedOut, TooManyRedirects
+from sigform.lm.wire import TimedOut, TooManyRedirects, redirect_refused
 
 __all__ = ["MAX_REDIRECTS", "Connections", "late", "proxy_auth", "proxy_for"]
 
@@ -113,9 +113,11 @@ class Connections:
                 conn.close()
                 raise
             location = response.getheader("location")
-            if response.status in (307, 308) and location:
+            if response.status in (301, 302, 303, 307, 308) and location:
                 conn.close()  # its body unread: it may be endless (a new connection costs less)
                 moved = urljoin(url, location)
+                if response.status not in (307, 308) or urlsplit(moved).scheme not in ("http", "https"):
+                    raise redirect_refused(response.status, moved, url)
                 if urlsplit(moved)[:2] != urlsplit(url)[:2]:  # another origin gets no credentials
                     headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
                 url = moved

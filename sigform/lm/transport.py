@@ -28,6 +28,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import urljoin
 
 from sigform import runtime
 from sigform.lm.http11 import MAX_REDIRECTS, Connections, late, proxy_auth, proxy_for
@@ -43,6 +44,7 @@ from sigform.lm.wire import (
     TransportError,
     Unreachable,
     chunk_of,
+    redirect_refused,
     request_model_name,
 )
 
@@ -200,6 +202,7 @@ class Transport:
     async def _aread_answer(self, out: Outgoing, seconds: float) -> bytes:
         session = await self._session()
         async with _failures(out.url), session.post(out.url, **_aiohttp_options(out)) as response:
+            _check_redirects(response, out.url)
             data = await _aread(response, out.url, seconds)
             if response.status >= 400:
                 raise StatusError(response.status, response.headers, data, out.url)
@@ -235,6 +238,7 @@ class Transport:
             # the headers within the timeout; then each line within it
             response = await _within(session.post(out.url, **_aiohttp_options(out)), seconds, out.url)
         async with _failures(out.url), response:
+            _check_redirects(response, out.url)
             if response.status >= 400:
                 error = await _aread(response, out.url, seconds)
                 raise StatusError(response.status, response.headers, error, out.url)
@@ -244,6 +248,14 @@ class Transport:
                     return
                 if chunk is not None:
                     yield chunk
+
+
+def _check_redirects(response: Any, url: str) -> None:
+    """aiohttp follows a 301/302/303 as a GET without the body, whose answer is no answer to the
+    request (it was taken as one): only 307 and 308, as the sync route (:mod:`sigform.lm.http11`)."""
+    for hop in response.history:
+        if hop.status not in (307, 308):
+            raise redirect_refused(hop.status, urljoin(str(hop.url), hop.headers.get("Location", "")), url)
 
 
 async def _within(answer: Any, seconds: float, url: str) -> Any:
@@ -270,6 +282,8 @@ async def _failures(url: str) -> AsyncIterator[None]:
         raise TimedOut("no answer within the timeout", url) from exc
     except aiohttp.TooManyRedirects:
         raise TooManyRedirects(MAX_REDIRECTS, url) from None
+    except getattr(aiohttp, "NonHttpUrlRedirectClientError", ()) as exc:  # aiohttp >= 3.10
+        raise redirect_refused(307, str(exc.args[0]) if exc.args else "", url) from None
     except aiohttp.ClientError as exc:
         raise Unreachable(f"{type(exc).__name__}: {exc}", url) from exc
 

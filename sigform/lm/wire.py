@@ -20,6 +20,7 @@ __all__ = [
     "DONE",
     "FAST_PROVIDERS",
     "Outgoing",
+    "Redirected",
     "StatusError",
     "StreamError",
     "TimedOut",
@@ -28,6 +29,7 @@ __all__ = [
     "Unreachable",
     "chunk_of",
     "is_openai_api",
+    "redirect_refused",
     "request_model_name",
 ]
 
@@ -56,7 +58,11 @@ class TimedOut(TransportError, TimeoutError):
     """No answer within the timeout."""
 
 
-class TooManyRedirects(TransportError):
+class Redirected(TransportError):
+    """A redirect that is not followed: the message says where it led and why."""
+
+
+class TooManyRedirects(Redirected):
     """Each answer was a redirect, ``hops`` of them (a loop, or a misconfigured server)."""
 
     def __init__(self, hops: int, url: str) -> None:
@@ -87,6 +93,20 @@ class StreamError(TransportError):
         message = error.get("message") if isinstance(error, dict) else None
         super().__init__(message if isinstance(message, str) else str(error), "")
         self.body = error
+
+
+def redirect_refused(status: int, location: str, url: str) -> Redirected:
+    """The error of a redirect that cannot carry the request on: one to a URL that is not
+    http(s), or a 301/302/303, after which a client sends a GET without the body (its answer
+    would be the answer to no prompt). 307 and 308 keep the POST and are followed."""
+    where, to = shown_url(url) or "the endpoint", shown_url(location) or "a URL that cannot be read"
+    if split_url(location).scheme not in ("http", "https") or status in (307, 308):
+        return Redirected(f"{where} redirected the request to {to}, not http(s): check api_base", url)
+    return Redirected(
+        f"{where} answered HTTP {status}, a redirect to {to}; a request is sent again only on 307 or 308, "
+        "which keep it a POST with its body: check api_base",
+        url,
+    )
 
 
 def request_model_name(model: str) -> str:

@@ -247,3 +247,49 @@ def test_the_body_of_a_redirect_is_not_read(server: Any) -> None:
     assert body["choices"][0]["message"]["content"] == "hi"
     assert finished.wait(20)
     assert sent[0] < 32 * LIMIT  # the client hung up at once (it read all 64 MiB before)
+
+
+def _moved(status: int, location: str) -> Callable[[BaseHTTPRequestHandler], None]:
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        if handler.path.startswith("/landed"):  # a GET here once answered for the POST
+            body = b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "landed"}}]}'
+            handler.send_response(200)
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+            return
+        handler.send_response(status)
+        handler.send_header("Location", location)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    return answer
+
+
+@pytest.mark.parametrize("route", ["sync", "async"])
+@pytest.mark.parametrize(
+    ("status", "location", "said"),
+    [
+        (302, "/landed/chat/completions", "answered HTTP 302, a redirect to http://127.0.0.1:"),
+        (301, "/landed/chat/completions", "answered HTTP 301, a redirect to http://127.0.0.1:"),
+        (307, "ftp://127.0.0.1/x", "redirected the request to ftp://127.0.0.1/x, not http(s)"),
+    ],
+    ids=["302", "301", "307-ftp"],
+)
+def test_a_redirect_that_cannot_keep_the_request_is_refused(
+    server: Any, route: str, status: int, location: str, said: str
+) -> None:
+    import sigform as sf
+
+    # before: the async route followed a 301/302 as a GET without the prompt and returned what
+    # the GET got ("landed"); the sync route said "not JSON (starts with 'an empty body')"; a 307
+    # to ftp:// was "the connection failed" on both
+    base = server(_moved(status, location))
+    lm = sf.LM("openai/m", api_base=base, api_key="sk-t", num_retries=0, cache=False)
+    with pytest.raises(sf.ProviderError) as info:
+        if route == "sync":
+            lm("hi")
+        else:
+            asyncio.run(lm.acall("hi"))
+    assert said in str(info.value), str(info.value)
+    assert info.value.retryable is False
