@@ -277,7 +277,7 @@ _SUBMODULES = frozenset(
 __getattr__, __dir__ = lazy_exports("sigform", _EXPORTS, globals(), submodules=_SUBMODULES)
 
 
-def _load_knn_demos(state: Any, pool: list[Any], where: str, allow_model: bool, api_key: Any) -> object:
+def _load_knn_demos(state: Any, pool: list[Any], where: str, allow_model: bool, api_key: object) -> object:
     from sigform.optimize.knn import KNNDemos  # deferred: only a saved KNN selector loads optimize
 
     return KNNDemos.from_state(state, pool, where, allow_model=allow_model, api_key=api_key)

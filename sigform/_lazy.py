@@ -20,7 +20,7 @@ def lazy_exports(
     namespace: dict[str, Any],
     *,
     submodules: Collection[str] = (),
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package`` serving ``exports`` lazily.
 
     ``submodules`` names subpackages reachable as attributes (``sigform.local``) without an
@@ -28,7 +28,7 @@ def lazy_exports(
     global reads.
     """
 
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> object:
         module_name = exports.get(name)
         if module_name is None:
             if name in submodules:

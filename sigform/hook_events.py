@@ -197,7 +197,7 @@ def make_event(name: str, payload: dict[str, Any]) -> Event:
 
 
 # per event: its fields (headers apart), each None until the payload gives it
-_ABSENT: dict[str, dict[str, Any]] = {
+_ABSENT: dict[str, dict[str, object]] = {
     name: {f.name: None for f in dataclasses.fields(cls) if f.init and f.name != "headers"}
     for name, cls in _CLASSES.items()
 }

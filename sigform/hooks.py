@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from sigform.errors import RequestVetoed
 from sigform.hook_events import (
@@ -148,7 +147,7 @@ def active_callbacks(extra: Iterable[Callback] | None = None) -> list[Callback]:
     return out
 
 
-def emit(event_name: str, *, callbacks: Sequence[Callback] | None = None, **payload: Any) -> Event | None:
+def emit(event_name: str, *, callbacks: Sequence[Callback] | None = None, **payload: object) -> Event | None:
     """Send ``event_name`` to every active callback; returns the :class:`Event` (None if none listen).
 
     ``callbacks`` adds per-object callbacks (an LM's or a program's) to the global and scoped

@@ -391,7 +391,7 @@ async def adrive(loop: Loop, lm: LMProtocol) -> AdapterResult:
     return plan.result
 
 
-def _outcome(call: Any, *args: Any, **kwargs: Any) -> list[Completion] | Exception:
+def _outcome(call: Any, *args: object, **kwargs: object) -> list[Completion] | Exception:
     try:
         return call(*args, **kwargs)  # type: ignore[no-any-return]
     except Exception as exc:

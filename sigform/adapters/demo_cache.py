@@ -96,7 +96,7 @@ class DemoCache:
     __slots__ = ("_entries",)
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[Any, ...], tuple[Message, ...]] = {}
+        self._entries: dict[tuple[object, ...], tuple[Message, ...]] = {}
 
     def messages(
         self, demos: Sequence[Mapping[str, object]], render: Callable[[], list[Message]]

@@ -88,7 +88,7 @@ class _Reader:
     def __init__(self) -> None:
         self.budget = 2 * MAX_REPAIR_CHARS  # characters json-repair may still read for this text
 
-    def read(self, span: str) -> tuple[Any, str | None]:
+    def read(self, span: str) -> tuple[object, str | None]:
         value = strict_json(span)
         if value is not NOT_JSON:
             return value, None
@@ -106,7 +106,7 @@ def _single_object(text: str) -> bool:
     return len(object_spans(text)) <= 1  # none: one object cut off, or damage the scan cannot follow
 
 
-def _candidates(text: str, reader: _Reader) -> tuple[list[Any], str | None]:
+def _candidates(text: str, reader: _Reader) -> tuple[list[object], str | None]:
     stripped = text.strip()
     if stripped[:1] == '"' and stripped[-1:] == '"':  # the whole answer JSON-encoded as one string
         try:
@@ -156,7 +156,9 @@ def _candidates(text: str, reader: _Reader) -> tuple[list[Any], str | None]:
     return out, problem
 
 
-def _unwrap(value: object, matcher: FieldMatcher, reader: _Reader, depth: int = 0) -> dict[str, Any] | None:
+def _unwrap(
+    value: object, matcher: FieldMatcher, reader: _Reader, depth: int = 0
+) -> dict[str, object] | None:
     """The answer object inside ``value``: itself, a one-element list's item, or a one-key wrapper's."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
@@ -183,10 +185,10 @@ def _is_placeholder(name: str, value: object) -> bool:
 
 
 def _score(
-    obj: dict[str, Any], matcher: FieldMatcher
-) -> tuple[int, int, dict[str, Any], dict[str, list[Any]]]:
-    values: dict[str, Any] = {}
-    conflicts: dict[str, list[Any]] = {}
+    obj: dict[str, object], matcher: FieldMatcher
+) -> tuple[int, int, dict[str, object], dict[str, list[object]]]:
+    values: dict[str, object] = {}
+    conflicts: dict[str, list[object]] = {}
     for key, value in obj.items():
         name = matcher.match(str(key))
         if name is None:

@@ -87,7 +87,7 @@ class JSONAdapter(Adapter):
         defs: dict[str, Any] = {}
         for prop in properties.values():
             defs.update(prop.pop("$defs", {}))
-        schema: dict[str, Any] = {
+        schema: dict[str, object] = {
             "type": "object",
             "properties": properties,
             "required": [v.name for v in outputs],
@@ -106,7 +106,7 @@ class JSONAdapter(Adapter):
         return self.jsonable(value)
 
     def assistant_text(
-        self, signature: type[Signature], views: Any, values: Mapping[str, Any], *, complete: bool = True
+        self, signature: type[Signature], views: Any, values: Mapping[str, object], *, complete: bool = True
     ) -> str:
         obj = {v.name: self.jsonable(values[v.name]) for v in views}
         return self.templates.render("assistant", json=json.dumps(obj, ensure_ascii=False))
@@ -114,7 +114,7 @@ class JSONAdapter(Adapter):
     answer_label: ClassVar[str] = "JSON:"
     one_line_answer: ClassVar[bool] = True
 
-    def record_answer(self, signature: type[Signature], views: Any, values: Mapping[str, Any]) -> str:
+    def record_answer(self, signature: type[Signature], views: Any, values: Mapping[str, object]) -> str:
         obj = {v.name: self.jsonable(values[v.name]) for v in views}
         return f"{self.answer_label} {json.dumps(obj, ensure_ascii=False)}"
 

@@ -177,12 +177,12 @@ def tool_call_outputs(signature: type[Signature]) -> tuple[str, ...]:
 
 
 def request_tools(
-    signature: type[Signature], inputs: Mapping[str, Any], extra: Any = None
+    signature: type[Signature], inputs: Mapping[str, object], extra: Any = None
 ) -> list[dict[str, Any]]:
     """The request's ``tools``: every tool in the tool inputs (in field order), then ``extra``
     (a caller's own ``tools=[...]`` option, tool objects or OpenAI-shaped dicts). A name given
     twice is an :class:`~sigform.errors.InputError`: the model could not tell the two apart."""
-    specs: list[dict[str, Any]] = []
+    specs: list[dict[str, object]] = []
     for name in tool_inputs(signature):
         value = inputs.get(name)
         items: Sequence[Any] = value if isinstance(value, (list, tuple)) else [value]
@@ -216,7 +216,7 @@ def native_signature(call: AdapterCall) -> TextSignature | None:
 
 
 def outputs_with_calls(
-    adapter: Any, signature: TextSignature, completion: Completion, inputs: Mapping[str, Any] | None = None
+    adapter: Any, signature: TextSignature, completion: Completion, inputs: Mapping[str, object] | None = None
 ) -> dict[str, Any]:
     """Every output of ``signature.original`` from a native completion (rules in the module
     docstring). ``inputs`` as for ``adapter.parse``: a repeated input never counts as an output."""
@@ -227,7 +227,7 @@ def outputs_with_calls(
     calls = ToolCalls.from_completion_calls(completion.tool_calls)
     views = field_views(signature)[1]
     text = completion.text or ""
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     if views and completion.tool_calls:
         echo = mask_echoes(text, inputs) if inputs else None
         # an output seen only inside a repeated input was left out, like one not written at all

@@ -68,7 +68,7 @@ def default_output_limit(signature: type[Signature]) -> int:
     return total
 
 
-def resolve_output_limit(lm: Any, signature: type[Signature], lm_kwargs: Mapping[str, Any]) -> OutputLimit:
+def resolve_output_limit(lm: Any, signature: type[Signature], lm_kwargs: Mapping[str, object]) -> OutputLimit:
     """The limit for a request of ``signature`` to ``lm`` with the program/call ``lm_kwargs``."""
     for source in (lm_kwargs, getattr(lm, "kwargs", None) or {}):
         for key in LIMIT_KEYS:

@@ -142,7 +142,7 @@ class XMLAdapter(Adapter):
     def render_output(self, value: object, view: FieldView) -> str:
         return self._element(view.name, value, view.annotation)
 
-    def _element(self, name: str, value: Any, annotation: Any) -> str:
+    def _element(self, name: str, value: Any, annotation: object) -> str:
         from sigform.types import render_value
 
         if value is None:
@@ -173,7 +173,7 @@ class XMLAdapter(Adapter):
         return f"<{name}>{escape_text(render_value(value, annotation))}</{name}>"
 
     def assistant_text(
-        self, signature: type[Signature], views: Any, values: Mapping[str, Any], *, complete: bool = True
+        self, signature: type[Signature], views: Any, values: Mapping[str, object], *, complete: bool = True
     ) -> str:
         fields = [{"name": v.name, "value": self.render_output(values[v.name], v)} for v in views]
         return self.templates.render("assistant", fields=fields, complete=complete)

@@ -225,7 +225,7 @@ def send(
     kwargs: Mapping[str, Any],
     *,
     layout: Layout | None = None,
-    call: Callable[..., Any] | None = None,
+    call: Callable[..., object] | None = None,
 ) -> Any:
     """Send one request through ``call`` (default ``lm``) fitted for ``lm`` (sync); ``layout``
     is the structure of ``messages`` (None: nothing is pruned, the leading system message is
@@ -249,10 +249,10 @@ def send(
 async def asend(
     lm: Any,
     messages: list[Message],
-    kwargs: Mapping[str, Any],
+    kwargs: Mapping[str, object],
     *,
     layout: Layout | None = None,
-    call: Callable[..., Awaitable[Any]] | None = None,
+    call: Callable[..., Awaitable[object]] | None = None,
 ) -> Any:
     """Async :func:`send` (default ``lm.acall``)."""
     fitter = RequestFitter(lm, messages, kwargs, layout)

@@ -19,7 +19,7 @@ class LabelLeakWarning(UserWarning):
     """Examples used to choose or show demos are also being scored."""
 
 
-def fingerprint(values: Mapping[str, Any] | Any, names: Iterable[str] | None = None) -> str:
+def fingerprint(values: Mapping[str, object] | Any, names: Iterable[str] | None = None) -> str:
     """A canonical text of ``values`` -- a mapping or an Example -- (only ``names`` when given) for
     exact-match lookups."""
     from pydantic_core import to_jsonable_python

@@ -38,7 +38,7 @@ from sigform.types.inspection import (
 __all__ = ["Comparison", "compare"]
 
 _MAX_ADAPTERS = 256
-_adapters: dict[Any, Any] = {}
+_adapters: dict[object, object] = {}
 _adapters_lock = threading.Lock()
 
 
@@ -70,7 +70,7 @@ def _type_adapter(annotation: Any) -> Any:
     return found
 
 
-def typed_gold(value: object, annotation: object) -> Any:
+def typed_gold(value: object, annotation: object) -> object:
     """``value`` validated as ``annotation`` (lax: JSON-style gold data), or as is if it does not fit."""
     if annotation is Any or value is None:
         return value
@@ -151,7 +151,7 @@ def _item_type(base: object, origin: object) -> object:
     return args[0] if args else Any
 
 
-def _f1(pred: Any, gold: Any, item: Any, how: Comparison, *, as_set: bool) -> float:
+def _f1(pred: object, gold: Any, item: object, how: Comparison, *, as_set: bool) -> float:
     if not isinstance(pred, (list, tuple, set, frozenset)):
         return 0.0
     predicted, wanted = list(pred), list(gold)
@@ -175,7 +175,7 @@ def _f1(pred: Any, gold: Any, item: Any, how: Comparison, *, as_set: bool) -> fl
     return 2 * precision * recall / (precision + recall)
 
 
-def _unique(values: list[Any], item: object, how: Comparison) -> list[object]:
+def _unique(values: list[object], item: object, how: Comparison) -> list[object]:
     out: list[Any] = []
     for value in values:
         if not any(compare_leaf(value, seen, item, how) for seen in out):

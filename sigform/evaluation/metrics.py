@@ -61,7 +61,7 @@ class TypedMatch:
         names = self.fields if self.fields is not None else tuple(_labels(example))
         return list(names)
 
-    def field_scores(self, example: Any, prediction: Any) -> dict[str, float]:
+    def field_scores(self, example: Any, prediction: object) -> dict[str, float]:
         """``{field: score in [0, 1]}`` for every scored label of ``example``."""
         scores = {}
         for name in self.label_names(example):
@@ -109,7 +109,7 @@ def _labels(example: Any) -> Iterable[str]:
 def field_types(program: Any) -> dict[str, Any]:
     """Output and input field annotations declared by the program's predictors (last one wins:
     a module's final step usually produces its answer)."""
-    types: dict[str, Any] = {}
+    types: dict[str, object] = {}
     signature = getattr(program, "signature", None)
     predictors = program.predictors() if callable(getattr(program, "predictors", None)) else []
     signatures = [p.signature for p in predictors]

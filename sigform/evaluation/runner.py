@@ -41,7 +41,7 @@ class MetricErrorWarning(UserWarning):
     """The metric raised (or returned a non-number) on some examples; they are not scored."""
 
 
-def labelled(program: Any, devset: Sequence[Any]) -> list[Example]:
+def labelled(program: object, devset: Sequence[object]) -> list[Example]:
     """The devset as Examples with their inputs marked.
 
     Examples already marked (``with_inputs``) keep their split; others (and dicts) are split by
@@ -72,7 +72,7 @@ def labelled(program: Any, devset: Sequence[Any]) -> list[Example]:
     return out
 
 
-def _prediction_dict(prediction: Any) -> dict[str, object]:
+def _prediction_dict(prediction: object) -> dict[str, object]:
     if isinstance(prediction, Record):
         return prediction.to_dict()
     if isinstance(prediction, Mapping):
@@ -114,7 +114,7 @@ class _Measured:
         self._tracker = self._usage.__enter__()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
         self._usage.__exit__(None, None, None)
         record, tracker = self.record, self._tracker
         record.seconds = time.perf_counter() - self._started
@@ -142,7 +142,7 @@ class _Run:
     """One evaluation's settings, resolved once; shared by :func:`evaluate` and :func:`aevaluate`."""
 
     def __init__(
-        self, program: Any, devset: Sequence[Any], metric: Metric | None, concurrency: int | None
+        self, program: Any, devset: Sequence[object], metric: Metric | None, concurrency: int | None
     ) -> None:
         self.program = program
         self.examples = labelled(program, devset)
@@ -216,8 +216,8 @@ def _call(run: _Run, index: int) -> _Measured:
 
 
 def evaluate(
-    program: Any,
-    devset: Sequence[Any],
+    program: object,
+    devset: Sequence[object],
     metric: Metric | None = None,
     *,
     concurrency: int | None = None,
@@ -252,8 +252,8 @@ def evaluate(
 
 
 async def aevaluate(
-    program: Any,
-    devset: Sequence[Any],
+    program: object,
+    devset: Sequence[object],
     metric: Metric | None = None,
     *,
     concurrency: int | None = None,
@@ -298,18 +298,18 @@ class Evaluate:
     concurrency: int | None = None
     progress: bool | None = None
 
-    def __call__(self, program: Any) -> EvaluationResult:
+    def __call__(self, program: object) -> EvaluationResult:
         return evaluate(
             program, self.devset, self.metric, concurrency=self.concurrency, progress=self.progress
         )
 
-    async def acall(self, program: Any) -> EvaluationResult:
+    async def acall(self, program: object) -> EvaluationResult:
         return await aevaluate(
             program, self.devset, self.metric, concurrency=self.concurrency, progress=self.progress
         )
 
 
-def _program_name(program: Any) -> str:
+def _program_name(program: object) -> str:
     signature = getattr(program, "signature", None)
     if signature is not None:
         return f"{type(program).__name__}({signature.signature})"

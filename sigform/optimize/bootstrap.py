@@ -211,7 +211,7 @@ class BootstrapFewShot(Optimizer):
         return changed
 
     def _keep(
-        self, predictor: Any, inputs: dict[str, Any], outputs: Any, demos: list[Example], seen: set[str]
+        self, predictor: Any, inputs: dict[str, object], outputs: Any, demos: list[Example], seen: set[str]
     ) -> None:
         if len(demos) >= self.k:
             return

@@ -91,7 +91,7 @@ class KNNDemos:
             fields = names
         self.fields = tuple(fields)
         self.embedder = _as_embedder(embedder)
-        self._index: Any = None
+        self._index: object = None
         self._lock = threading.Lock()
 
     @property

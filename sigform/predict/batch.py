@@ -69,7 +69,7 @@ class _Outcome:
     usage: Usage
 
 
-def _inputs_of(item: object, index: int) -> tuple[Example, dict[str, Any]]:
+def _inputs_of(item: object, index: int) -> tuple[Example, dict[str, object]]:
     if isinstance(item, Example):
         example = item
     elif isinstance(item, (Mapping, Record)):
@@ -80,7 +80,7 @@ def _inputs_of(item: object, index: int) -> tuple[Example, dict[str, Any]]:
     return example, inputs
 
 
-def _prepare(examples: Sequence[object]) -> list[tuple[Example, dict[str, Any]]]:
+def _prepare(examples: Sequence[object]) -> list[tuple[Example, dict[str, object]]]:
     if isinstance(examples, (Mapping, Record, str)):
         raise TypeError("batch() takes a list of Examples or dicts, not a single one")
     return [_inputs_of(item, i) for i, item in enumerate(examples)]
@@ -103,7 +103,7 @@ class _Guard:
                 self.stopped = True
 
 
-def _run_one(program: Any, inputs: dict[str, Any], guard: _Guard | None = None) -> _Outcome | None:
+def _run_one(program: Any, inputs: dict[str, object], guard: _Guard | None = None) -> _Outcome | None:
     # never raises: a failure is data, so a distributed executor can ship it back too;
     # None: skipped because the batch is stopping
     if guard is not None and guard.stopped:
@@ -123,7 +123,7 @@ class _Collector:
 
     def __init__(
         self,
-        items: list[tuple[Example, dict[str, Any]]],
+        items: list[tuple[Example, dict[str, object]]],
         max_errors: int | None,
         bar: BatchProgress,
         resumed: ResumedRun | None = None,
@@ -163,7 +163,7 @@ class _Collector:
             failures=failures,
         )
 
-    def finish(self, return_failures: bool) -> list[Any] | tuple[list[Any], list[Failure]]:
+    def finish(self, return_failures: bool) -> list[object] | tuple[list[object], list[Failure]]:
         failures = sorted(self.failures, key=lambda f: f.index)
         if failures:
             logger.warning("batch: %d of %d examples failed", len(failures), len(self.items))
@@ -332,7 +332,7 @@ class _Workers:
     def __init__(
         self,
         program: object,
-        items: list[tuple[Example, dict[str, Any]]],
+        items: list[tuple[Example, dict[str, object]]],
         todo: Iterable[int],
         collector: _Collector,
     ) -> None:
@@ -389,18 +389,18 @@ class _InOwnContext:
 
     __slots__ = ("inputs", "program")
 
-    def __init__(self, program: object, inputs: dict[str, Any]) -> None:
+    def __init__(self, program: object, inputs: dict[str, object]) -> None:
         self.program, self.inputs = program, inputs
 
-    def __await__(self) -> Generator[Any, Any, tuple[Any, Exception | None]]:
+    def __await__(self) -> Generator[object, object, tuple[object, Exception | None]]:
         program, inputs = self.program, self.inputs
         context = contextvars.copy_context()
         try:
             steps = context.run(_steps_of, program, inputs)
         except Exception as exc:
             return None, exc
-        step: Any = None
-        value: Any = None
+        step: object = None
+        value: object = None
         try:
             step = context.run(steps.send, None)
             while True:
@@ -418,9 +418,9 @@ class _InOwnContext:
             step = value = None
 
 
-def _steps_of(program: Any, inputs: dict[str, Any]) -> Generator[Any, Any, Any]:
+def _steps_of(program: Any, inputs: dict[str, object]) -> Generator[object, object, object]:
     """The iterator ``await program.acall(**inputs)`` drives (``await``'s error if there is none)."""
-    awaitable: Any = program.acall(**inputs)
+    awaitable: object = program.acall(**inputs)
     if isinstance(awaitable, types.GeneratorType) and inspect.isawaitable(awaitable):
         return awaitable  # a generator-based coroutine (@types.coroutine)
     await_method = getattr(type(awaitable), "__await__", None)

@@ -13,7 +13,7 @@ field with ``ChainOfThought(sig, native_reasoning=False)`` or
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, overload
+from typing import overload
 
 from sigform.predict.predict import Predict, SignatureLike, _In, _Out, ensure_signature, result_type
 from sigform.settings import get_setting
@@ -43,7 +43,7 @@ class ChainOfThought(Predict[_In, _Out]):
     @overload
     def __init__(
         self: ChainOfThought[..., Prediction],
-        signature: str | Mapping[str, Any] | type[DynamicSignature],
+        signature: str | Mapping[str, object] | type[DynamicSignature],
         *,
         native_reasoning: bool | None = None,
         reasoning_desc: str = REASONING_DESC,
@@ -105,7 +105,7 @@ class ChainOfThought(Predict[_In, _Out]):
 
     def _finish_values(
         self, values: Mapping[str, object], completion: object, lm: object
-    ) -> Mapping[str, Any]:
+    ) -> Mapping[str, object]:
         if "reasoning" in values:
             return values
         from sigform.types import Reasoning

@@ -79,7 +79,7 @@ def program_digest(program: Any) -> str:
     adapter (another adapter writes other prompts and parses otherwise), in hex."""
     from sigform.settings import get_setting
 
-    state: dict[str, Any] = {"program": program.dump_state()}
+    state: dict[str, object] = {"program": program.dump_state()}
     configured = get_setting("lm")
     dump = getattr(configured, "dump_state", None)
     if callable(dump) and any(getattr(p, "lm", None) is None for _, p in program.named_predictors()):
@@ -105,10 +105,10 @@ def row_key(digest: str, inputs: Mapping[str, object]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _declared_outputs(program: Any) -> dict[str, Any]:
+def _declared_outputs(program: Any) -> dict[str, object]:
     """Output field name -> declared type, over the program's signatures (a name two predictors
     declare with different types is left out: no one type to restore it with)."""
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     clashing: set[str] = set()
     signatures = [p.signature for _, p in program.named_predictors()]
     own = getattr(program, "signature", None)
@@ -144,7 +144,7 @@ class _Codec:
         self.declared = declared
         self.exact = exact  # the output names every result has (a Predict's), when known
         self.result = result  # what the program returns: its signature class, or Prediction
-        self._adapters: dict[str, Any] = {}
+        self._adapters: dict[str, object] = {}
 
     def _adapter(self, name: str) -> Any:
         adapter = self._adapters.get(name)
@@ -154,10 +154,10 @@ class _Codec:
             adapter = self._adapters[name] = TypeAdapter(self.declared[name])
         return adapter
 
-    def decode_field(self, name: str, value: object) -> Any:
+    def decode_field(self, name: str, value: object) -> object:
         return self._adapter(name).validate_python(value) if name in self.declared else value
 
-    def encode(self, result: object) -> tuple[dict[str, Any] | None, str | None]:
+    def encode(self, result: object) -> tuple[dict[str, object] | None, str | None]:
         """The JSON entry for ``result`` and None, or None and the name of a field that would not
         come back equal."""
         from pydantic_core import to_jsonable_python
@@ -178,7 +178,9 @@ class _Codec:
             return None, "the result"
         return ({"value": data}, None) if _same(data, result) else (None, "the result")
 
-    def _round_trip(self, name: str, value: object, jsonable: Callable[[Any], Any]) -> tuple[Any, Any]:
+    def _round_trip(
+        self, name: str, value: object, jsonable: Callable[[object], object]
+    ) -> tuple[object, object]:
         """The field's JSON data, and that data read back by its declared type."""
         data = json.loads(json.dumps(jsonable(value)))
         return data, self.decode_field(name, data)
@@ -226,7 +228,7 @@ class Checkpoint:
         self._codec = _Codec(
             _declared_outputs(program), _exact_outputs(program), getattr(program, "_result", Prediction)
         )
-        self._rows: dict[str, Mapping[str, Any]] = {}
+        self._rows: dict[str, Mapping[str, object]] = {}
         self._lock = threading.Lock()
         self._warned: set[str] = set()
         self._file: BinaryIO | None = None
@@ -386,7 +388,7 @@ class Checkpoint:
         """Every finished row's JSON entry, by key."""
         return self._rows
 
-    def adopt(self, rows: Mapping[str, Mapping[str, Any]]) -> None:
+    def adopt(self, rows: Mapping[str, Mapping[str, object]]) -> None:
         """Count rows another file of the same run recorded as finished here too (not rewritten)."""
         for key, entry in rows.items():
             self._rows.setdefault(key, entry)
@@ -441,7 +443,7 @@ class Checkpoint:
         self.close()
 
 
-def _line(entry: Mapping[str, Any]) -> bytes:
+def _line(entry: Mapping[str, object]) -> bytes:
     """One line of the file, as it is written."""
     return (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 

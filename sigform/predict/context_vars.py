@@ -51,7 +51,7 @@ class UsageTracker:
 
 
 _trackers: ContextVar[tuple[UsageTracker, ...]] = ContextVar("sigform_usage_trackers", default=())
-_rollout: ContextVar[Mapping[str, Any] | None] = ContextVar("sigform_rollout", default=None)
+_rollout: ContextVar[Mapping[str, object] | None] = ContextVar("sigform_rollout", default=None)
 _hint: ContextVar[str | None] = ContextVar("sigform_instruction_hint", default=None)
 
 
@@ -115,7 +115,7 @@ def rollout(**lm_kwargs: object) -> Iterator[None]:
         _rollout.reset(token)
 
 
-def _path(rollout_id: object) -> tuple[Any, ...]:
+def _path(rollout_id: object) -> tuple[object, ...]:
     return rollout_id if isinstance(rollout_id, tuple) else (rollout_id,)
 
 

@@ -57,7 +57,7 @@ class Example(Record):
 
     __slots__ = ("_input_keys",)
 
-    def __init__(self, data: Mapping[str, Any] | Record | None = None, /, **values: Any) -> None:
+    def __init__(self, data: Mapping[str, object] | Record | None = None, /, **values: object) -> None:
         super().__init__(data, **values)
         keys = data._input_keys if isinstance(data, Example) else None
         object.__setattr__(self, "_input_keys", keys)
@@ -118,11 +118,11 @@ class Example(Record):
         return self._store.items()
 
     @_FieldOrMethod
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         """The value of ``key``, or ``default``."""
         return self._store.get(key, default)
 
-    def copy(self, **changes: Any) -> Example:
+    def copy(self, **changes: object) -> Example:
         """A shallow copy, optionally with some values changed; input keys are kept."""
         new = Example(self._store, **changes)
         object.__setattr__(new, "_input_keys", self._input_keys)
@@ -146,7 +146,7 @@ class Example(Record):
         return record_rich("Example", self._store, inputs=self._input_keys)
 
 
-def as_example(item: Example | Mapping[str, Any] | Record) -> Example:
+def as_example(item: Example | Mapping[str, object] | Record) -> Example:
     """Accept an Example or a plain mapping (or another record) wherever an example is expected."""
     if isinstance(item, Example):
         return item

@@ -83,7 +83,7 @@ def _bool_as_number(value: object, result: object) -> bool:
     return False
 
 
-def _accepts(adapter: Any, value: Any) -> bool:
+def _accepts(adapter: Any, value: object) -> bool:
     adapter.validate_python(value)
     return True
 
@@ -222,7 +222,7 @@ class InputChecker:
 _LM_OWN = frozenset({"model", "api_base", "base_url", "provider", "model_type"})
 
 
-def check_options(owner: type, options: Mapping[str, Any]) -> None:
+def check_options(owner: type, options: Mapping[str, object]) -> None:
     """Refuse what ``owner(..., **options)`` (a program's request settings) cannot mean:
     a misspelled argument of ``owner`` (``lmm=lm`` went into the settings and was sent to the
     default model), the LM's own model or endpoint, or an object that is no request value.
@@ -237,7 +237,7 @@ def check_options(owner: type, options: Mapping[str, Any]) -> None:
             )
 
 
-def _option_problem(owner: type, name: str, value: Any) -> str | None:
+def _option_problem(owner: type, name: str, value: object) -> str | None:
     import difflib  # only reached for programs built with request settings
 
     from sigform.lm.credentials import CONNECTION_SETTINGS, is_secret_name
@@ -264,7 +264,7 @@ def _option_problem(owner: type, name: str, value: Any) -> str | None:
     return None
 
 
-def _is_json_value(value: Any, depth: int = 0) -> bool:
+def _is_json_value(value: object, depth: int = 0) -> bool:
     if value is None or isinstance(value, (str, int, float, bool)):
         return True
     if depth > 32:

@@ -107,7 +107,9 @@ def _selector_state(selector: Any, where: str) -> dict[str, object] | None:
     return state
 
 
-def _restore_selector(entry: object, signature: object, where: str, restore_lm: bool, api_key: object) -> Any:
+def _restore_selector(
+    entry: object, signature: object, where: str, restore_lm: bool, api_key: object
+) -> object:
     if entry is None:
         return None
     if not isinstance(entry, Mapping) or not isinstance(entry.get("pool"), list):
@@ -166,7 +168,7 @@ def _as_type(annotation: Any, value: object) -> object:
     return TypeAdapter(annotation).validate_python(value)
 
 
-def _restore_demo(entry: Any, signature: Any, where: str) -> Example:
+def _restore_demo(entry: object, signature: Any, where: str) -> Example:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("values"), Mapping):
         raise ProgramStateError(f"{where}: malformed demo entry {entry!r}")
     values = dict(entry["values"])

@@ -44,7 +44,7 @@ SignatureLike = Union[str, type[Signature], Mapping[str, Any]]
 
 _defaults_lock = threading.Lock()
 _default_lm: Any = None
-_default_adapter: Any = None
+_default_adapter: object = None
 
 
 def default_lm() -> Any:
@@ -126,9 +126,9 @@ class Predict(Module, Generic[_In, _Out]):
     @overload
     def __init__(
         self: Predict[..., Prediction],
-        signature: str | Mapping[str, Any] | type[DynamicSignature],
+        signature: str | Mapping[str, object] | type[DynamicSignature],
         *,
-        demos: Sequence[Example | Mapping[str, Any]] | None = None,
+        demos: Sequence[Example | Mapping[str, object]] | None = None,
         lm: LMProtocol | None = None,
         adapter: Adapter | None = None,
         callbacks: Sequence[Callback] | None = None,
@@ -139,7 +139,7 @@ class Predict(Module, Generic[_In, _Out]):
         self: Predict[_In, _Out],
         signature: Callable[_In, _Out],
         *,
-        demos: Sequence[Example | Mapping[str, Any]] | None = None,
+        demos: Sequence[Example | Mapping[str, object]] | None = None,
         lm: LMProtocol | None = None,
         adapter: Adapter | None = None,
         callbacks: Sequence[Callback] | None = None,
@@ -149,7 +149,7 @@ class Predict(Module, Generic[_In, _Out]):
         self,
         signature: SignatureLike | Callable[_In, _Out],
         *,
-        demos: Sequence[Example | Mapping[str, Any]] | None = None,
+        demos: Sequence[Example | Mapping[str, object]] | None = None,
         lm: LMProtocol | None = None,
         adapter: Adapter | None = None,
         callbacks: Sequence[Callback] | None = None,
@@ -188,7 +188,7 @@ class Predict(Module, Generic[_In, _Out]):
         return self._demos
 
     @demos.setter
-    def demos(self, value: Sequence[Example | Mapping[str, Any]] | None) -> None:
+    def demos(self, value: Sequence[Example | Mapping[str, object]] | None) -> None:
         demos = as_examples(value, f"{type(self).__name__}({self.signature.__name__}): demo")
         for index, demo in enumerate(demos):  # checked as inputs are: a wrong value is not sent
             self._checker.check_demo(index, demo._store)
@@ -209,7 +209,7 @@ class Predict(Module, Generic[_In, _Out]):
             *,
             lm: LMProtocol | None = None,
             adapter: Adapter | None = None,
-            demos: Sequence[Example | Mapping[str, Any]] | None = None,
+            demos: Sequence[Example | Mapping[str, object]] | None = None,
             config: Mapping[str, object] | None = None,
         ) -> _Out: ...
         @overload
@@ -218,7 +218,7 @@ class Predict(Module, Generic[_In, _Out]):
             *,
             lm: LMProtocol,
             adapter: Adapter | None = None,
-            demos: Sequence[Example | Mapping[str, Any]] | None = None,
+            demos: Sequence[Example | Mapping[str, object]] | None = None,
             config: Mapping[str, object] | None = None,
             **inputs: object,
         ) -> _Out: ...
@@ -227,7 +227,7 @@ class Predict(Module, Generic[_In, _Out]):
             self,
             *,
             adapter: Adapter,
-            demos: Sequence[Example | Mapping[str, Any]] | None = None,
+            demos: Sequence[Example | Mapping[str, object]] | None = None,
             config: Mapping[str, object] | None = None,
             **inputs: object,
         ) -> _Out: ...
@@ -235,7 +235,7 @@ class Predict(Module, Generic[_In, _Out]):
         def __call__(
             self,
             *,
-            demos: Sequence[Example | Mapping[str, Any]],
+            demos: Sequence[Example | Mapping[str, object]],
             config: Mapping[str, object] | None = None,
             **inputs: object,
         ) -> _Out: ...
@@ -247,11 +247,11 @@ class Predict(Module, Generic[_In, _Out]):
     # -- resolution -----------------------------------------------------------------------------
     def _resolve(
         self,
-        inputs: Mapping[str, Any],
+        inputs: Mapping[str, object],
         lm: LMProtocol | None,
         adapter: Adapter | None,
         demos: Sequence[Any] | None,
-        config: Mapping[str, Any] | None,
+        config: Mapping[str, object] | None,
     ) -> tuple[Adapter, AdapterCall]:
         """The adapter that runs one call, and the call: the checked inputs, the LM, the demos,
         the signature and the request options, each from the call, else the program, else
@@ -279,7 +279,7 @@ class Predict(Module, Generic[_In, _Out]):
         if demos is None and self.demo_selector is not None:
             demo_list = [*demo_list, *self.demo_selector.select(checked)]
         # the adapter only reads demos; hand it the underlying dicts without copying
-        demo_data: list[Mapping[str, Any]] = [d._store if isinstance(d, Example) else d for d in demo_list]
+        demo_data: list[Mapping[str, object]] = [d._store if isinstance(d, Example) else d for d in demo_list]
         rollout = context_vars.rollout_kwargs()
         # the common case (no overrides) passes the program's own options without a merge
         kwargs = {**self.config, **(rollout or {}), **(config or {})} if rollout or config else self.config
@@ -335,7 +335,7 @@ class Predict(Module, Generic[_In, _Out]):
             raise
         return self._prediction(result, call.lm)
 
-    def _positional_inputs(self, args: tuple[Any, ...], inputs: Mapping[str, object]) -> dict[str, object]:
+    def _positional_inputs(self, args: tuple[object, ...], inputs: Mapping[str, object]) -> dict[str, object]:
         """The inputs of ``program(Answer(question=...))``: one signature instance, no keywords."""
         if len(args) == 1 and isinstance(args[0], Signature) and not inputs:
             return args[0].to_dict()
@@ -347,7 +347,7 @@ class Predict(Module, Generic[_In, _Out]):
             "program(**example.inputs()) or program.batch()."
         )
 
-    def _prediction(self, result: Any, lm: Any) -> _Out:
+    def _prediction(self, result: Any, lm: object) -> _Out:
         usage = result.usage
         context_vars.add_usage(usage, getattr(result, "attempts", 1) or 1)
         names = getattr(result, "adapter_names", None) or ()
@@ -375,7 +375,7 @@ class Predict(Module, Generic[_In, _Out]):
 
     def _finish_values(
         self, values: Mapping[str, object], completion: object, lm: object
-    ) -> Mapping[str, Any]:
+    ) -> Mapping[str, object]:
         """Hook for subclasses to adjust one candidate's values (ChainOfThought's native reasoning)."""
         return values
 

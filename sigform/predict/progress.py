@@ -49,7 +49,7 @@ class BatchProgress:
         self.failed = 0
         self.tokens = 0
         self._progress: Any = None
-        self._task: Any = None
+        self._task: object = None
         self._notebook: _NotebookBar | None = None
         if enabled and _in_notebook():
             self._notebook = _NotebookBar(self, description)

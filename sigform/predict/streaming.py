@@ -123,7 +123,7 @@ class _StreamingLM:
 class _Events:
     """Turns LM deltas into field events for one program call."""
 
-    def __init__(self, adapter: Any, signature: Any, native_reasoning: bool, lm: Any) -> None:
+    def __init__(self, adapter: Any, signature: Any, native_reasoning: bool, lm: object) -> None:
         self.parser = adapter.stream_parser(signature)
         if getattr(lm, "model_type", "chat") == "text":
             # completion mode: the answer's start is written in the document's cue
@@ -190,7 +190,7 @@ class _ModuleCall(Generic[_In, _Out]):
         )
 
 
-async def _scoped(program: Predict[_In, _Out], work: Awaitable[Any]) -> object:
+async def _scoped(program: Predict[_In, _Out], work: Awaitable[object]) -> object:
     """Await ``work`` with the program's callbacks active (in the task's own context)."""
     with program_callbacks(program.callbacks):
         return await work
@@ -257,12 +257,12 @@ async def astream_predict(
 ) -> AsyncIterator[StreamEvent | _Out]:
     """The async generator behind :meth:`Predict.astream` (no threads: one task on this loop)."""
     hooks = _ModuleCall(program, inputs)
-    task: asyncio.Task[Any] | None = None
+    task: asyncio.Task[object] | None = None
     try:
         adapter, call, native = _setup(program, inputs, over)
         lm = call.lm
         events = _Events(adapter, call.signature, native, lm)
-        pipe: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        pipe: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
         streamed = replace(call, lm=_StreamingLM(lm, lambda delta: pipe.put_nowait(("delta", delta))))
         work = adapter.arun_call(streamed)
         task = asyncio.ensure_future(_scoped(program, work))

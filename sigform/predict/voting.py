@@ -23,7 +23,7 @@ def normalize_text(value: object) -> Any:
     return value
 
 
-def _key(value: object) -> Any:
+def _key(value: object) -> object:
     try:
         hash(value)
         return value
@@ -33,7 +33,7 @@ def _key(value: object) -> Any:
         return json.dumps(to_jsonable_python(value), sort_keys=True, default=repr)
 
 
-def _candidates(predictions: Prediction | Completions | Iterable[Any]) -> list[Any]:
+def _candidates(predictions: Prediction | Completions | Iterable[object]) -> list[Any]:
     if isinstance(predictions, Prediction):
         return list(predictions.completions)
     if isinstance(predictions, (Record, Mapping)):
@@ -46,10 +46,10 @@ def _candidates(predictions: Prediction | Completions | Iterable[Any]) -> list[A
 
 
 def majority(
-    predictions: Prediction | Completions | Iterable[Prediction | Mapping[str, Any]],
+    predictions: Prediction | Completions | Iterable[Prediction | Mapping[str, object]],
     field: str | None = None,
     *,
-    normalize: Callable[[Any], Any] | None = normalize_text,
+    normalize: Callable[[Any], object] | None = normalize_text,
 ) -> Prediction:
     """The prediction whose ``field`` value is the most common among ``predictions``.
 
@@ -68,8 +68,8 @@ def majority(
         if not keys:
             raise ValueError("majority(): the first prediction has no fields; pass field=...")
         field = keys[-1]
-    counts: Counter[Any] = Counter()
-    first_seen: dict[Any, Any] = {}
+    counts: Counter[object] = Counter()
+    first_seen: dict[object, Any] = {}
     for item in items:
         if field not in item:
             raise KeyError(f"majority(): a prediction has no field {field!r}: {item!r}")

@@ -64,7 +64,7 @@ _JSON: tuple[pa.DataType, Convert] = (pa.string(), _json_text)
 _SCALARS: dict[type, pa.DataType] = {str: pa.string(), bool: pa.bool_(), int: pa.int64(), float: pa.float64()}
 
 
-def _choices_column(values: list[Any], convert: Convert) -> tuple[pa.DataType, Convert]:
+def _choices_column(values: list[object], convert: Convert) -> tuple[pa.DataType, Convert]:
     """One Arrow type for a set of choices (Literal values, Enum values), else JSON text."""
     kinds = {type(v) for v in values}
     if len(kinds) == 1 and next(iter(kinds)) in _SCALARS:

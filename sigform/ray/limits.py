@@ -76,5 +76,5 @@ def shared_limit(rpm: float | None = None, tpm: float | None = None) -> SharedRa
     import ray
 
     TokenBucket(rpm, tpm)  # refuse bad limits here, with the same message as sf.LM
-    actor: Any = ray.remote(num_cpus=0)(_BucketActor).remote(rpm, tpm)
+    actor: object = ray.remote(num_cpus=0)(_BucketActor).remote(rpm, tpm)
     return SharedRateLimit(actor, {"rpm": rpm, "tpm": tpm})

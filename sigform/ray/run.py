@@ -95,13 +95,13 @@ def _credential_reference(credentials: str | Callable[[], str] | None) -> str | 
     )
 
 
-def _program_parts(program: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+def _program_parts(program: Any) -> tuple[object, dict[str, object], dict[str, object]]:
     """The program's structure without LMs, its saved state (with the effective LM of each
     predictor, the configured one for predictors without their own), and each LM's limits."""
     from sigform.settings import get_setting
 
     full = program.deepcopy()
-    limits: dict[str, Any] = {}
+    limits: dict[str, object] = {}
     for name, predictor in full.named_predictors():
         lm = predictor.lm if predictor.lm is not None else get_setting("lm")
         if lm is None or not callable(getattr(lm, "dump_state", None)):
@@ -146,7 +146,7 @@ def _warn_url_credentials_stay(name: str, lm: object) -> None:
 def _shared_limits(lms: Mapping[str, Any]) -> dict[str, SharedRateLimit]:
     """One actor per distinct limit (model, endpoint and numbers), shared by the predictors and
     workers that use it."""
-    actors: dict[tuple[Any, ...], SharedRateLimit] = {}
+    actors: dict[tuple[object, ...], SharedRateLimit] = {}
     out: dict[str, SharedRateLimit] = {}
     for name, lm in lms.items():
         existing = limiter_of(lm)
@@ -221,13 +221,13 @@ def worker_payload(
 
 def map_program(
     ds: Any,
-    program: Any,
+    program: object,
     *,
     concurrency: int | tuple[int, int] = 2,
     batch_size: int = 64,
     calls_per_worker: int = 32,
     credentials: str | Callable[[], str] | None = None,
-    outputs: Mapping[str, Any] | None = None,
+    outputs: Mapping[str, object] | None = None,
     error_column: str = "error",
     checkpoint: str | Path | None = None,
     tally: RunTally | None = None,

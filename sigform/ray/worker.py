@@ -137,8 +137,8 @@ class ProgramWorker:
         return batch
 
     async def _run(
-        self, rows: list[Mapping[str, Any]]
-    ) -> tuple[list[str], list[Any], list[BaseException | None], Usage, int]:
+        self, rows: list[Mapping[str, object]]
+    ) -> tuple[list[str], list[object], list[BaseException | None], Usage, int]:
         if self.gate is None:  # made on the process's loop, where every batch runs
             self.gate = asyncio.Semaphore(self.payload.calls_per_worker)
         inputs = [{name: row[name] for name in self.payload.inputs} for row in rows]
@@ -152,7 +152,7 @@ class ProgramWorker:
 
     async def _one(
         self, key: str, inputs: Mapping[str, object]
-    ) -> tuple[Any, BaseException | None, Usage, bool]:
+    ) -> tuple[object, BaseException | None, Usage, bool]:
         checkpoint = self.checkpoint
         if checkpoint is not None and checkpoint.finished(key):
             return checkpoint.decode(checkpoint.rows[key]), None, Usage(), True

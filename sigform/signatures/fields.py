@@ -117,7 +117,7 @@ class FieldSpec:
         data.update(changes)
         return FieldSpec(**data)
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[object, ...]:
         return (self.name, self.kind, self.annotation, self.desc, tuple(sorted(self.constraints.items())))
 
     def __eq__(self, other: object) -> bool:

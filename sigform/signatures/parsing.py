@@ -52,10 +52,10 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     return parts
 
 
-def _parse_side(side: str, namespace: Mapping[str, object], which: str) -> list[tuple[str, Any]]:
+def _parse_side(side: str, namespace: Mapping[str, object], which: str) -> list[tuple[str, object]]:
     from sigform.types import resolve_type_name
 
-    fields: list[tuple[str, Any]] = []
+    fields: list[tuple[str, object]] = []
     if not side.strip():
         return fields
     for raw in split_top_level(side, ","):

@@ -28,7 +28,7 @@ class Record:
     # names a DSPy user types from memory -> what to write here
     _spellings: ClassVar[Mapping[str, str]] = {"toDict": "did you mean `to_dict()`?"}
 
-    def __init__(self, data: Mapping[str, Any] | Record | None = None, /, **values: object) -> None:
+    def __init__(self, data: Mapping[str, object] | Record | None = None, /, **values: object) -> None:
         store: dict[str, object] = {}
         if data is not None:
             store.update(data._store if isinstance(data, Record) else data)
@@ -56,7 +56,7 @@ class Record:
                 raise AttributeError(f"{type(self).__name__}.{name}: {hint} (fields: {fields})") from None
             raise AttributeError(f"{type(self).__name__} has no field {name!r}; fields: {fields}") from None
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name.startswith("_"):
             object.__setattr__(self, name, value)
         else:
@@ -173,7 +173,7 @@ class Prediction(Record):
 
     def __init__(
         self,
-        data: Mapping[str, Any] | Record | None = None,
+        data: Mapping[str, object] | Record | None = None,
         /,
         *,
         _meta: PredictionMeta | None = None,

@@ -163,7 +163,7 @@ class SignatureMeta(type):
         return f"{side(cls.input_fields)} -> {side(cls.output_fields)}"
 
     # ---- value semantics -----------------------------------------------------------------------
-    def _identity(cls) -> tuple[Any, ...]:
+    def _identity(cls) -> tuple[object, ...]:
         return (cls.instructions, tuple(cls._fields.values()))
 
     def __eq__(cls, other: object) -> bool:
@@ -281,7 +281,7 @@ def _resolve_annotations(cls: type, namespace: dict[str, Any]) -> dict[str, obje
         raw = inspect.get_annotations(cls)
     module = sys.modules.get(cls.__module__)
     globalns = dict(vars(module)) if module else {}
-    resolved: dict[str, Any] = {}
+    resolved: dict[str, object] = {}
     for key, value in raw.items():
         if isinstance(value, str):  # `from __future__ import annotations` in the defining module
             try:
@@ -293,7 +293,7 @@ def _resolve_annotations(cls: type, namespace: dict[str, Any]) -> dict[str, obje
 
 
 def _collect_class_fields(
-    cls: type, namespace: dict[str, Any], declared: dict[str, FieldDecl]
+    cls: type, namespace: dict[str, object], declared: dict[str, FieldDecl]
 ) -> list[FieldSpec]:
     inherited: list[FieldSpec] = []
     for base in reversed(cls.__mro__[1:]):

@@ -39,7 +39,7 @@ def dump_state(sig: SignatureMeta) -> dict[str, Any]:
 def _entries_by_name(state: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     if not isinstance(state, Mapping) or not isinstance(state.get("fields"), list):
         raise SignatureError("signature state must be a mapping with a 'fields' list (from dump_state())")
-    entries: dict[str, Mapping[str, Any]] = {}
+    entries: dict[str, Mapping[str, object]] = {}
     for entry in state["fields"]:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
             raise SignatureError(f"malformed field entry in signature state: {entry!r}")
@@ -88,7 +88,7 @@ def load_state(sig: SignatureMeta, state: Mapping[str, Any]) -> type[DynamicSign
 
 
 def signature_from_state(
-    state: Mapping[str, Any], *, types: Mapping[str, Any] | None = None, name: str = "LoadedSignature"
+    state: Mapping[str, Any], *, types: Mapping[str, object] | None = None, name: str = "LoadedSignature"
 ) -> type[DynamicSignature]:
     """Rebuild a signature from saved state alone, resolving type strings with ``types``."""
     from sigform.signatures.fields import FieldSpec

@@ -46,7 +46,7 @@ class ScriptedBackend:
 
     def __init__(
         self,
-        responses: Iterable[Any] | Callable[..., Any],
+        responses: Iterable[object] | Callable[..., object],
         *,
         features: Iterable[str] = (),
         usage: Usage | None = None,
@@ -122,10 +122,10 @@ def _body(completions: list[Completion]) -> dict[str, object]:
     return {"object": "chat.completion", "model": "scripted", "choices": choices, "usage": _usage(usage)}
 
 
-def _chunks(completions: list[Completion], size: int) -> Iterator[dict[str, Any]]:
+def _chunks(completions: list[Completion], size: int) -> Iterator[dict[str, object]]:
     """The stream chunks a provider would send for ``completions``."""
 
-    def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, object]:
+    def chunk(index: int, delta: dict[str, object], finish: str | None = None) -> dict[str, object]:
         return {"model": "scripted", "choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
 
     for index, c in enumerate(completions):

@@ -122,7 +122,7 @@ def _brief(messages: list[Message], keep: int = 3) -> str:
 class _ByInput:
     """Callable script entry that picks the answer by the last user message's text."""
 
-    def __init__(self, table: Mapping[str, Any] | Callable[[str], Any], default: object) -> None:
+    def __init__(self, table: Mapping[str, object] | Callable[[str], object], default: object) -> None:
         if isinstance(table, Mapping):
             for key, value in table.items():
                 if not isinstance(key, str) or not key:
@@ -133,7 +133,7 @@ class _ByInput:
         self.table = table
         self.default = default
 
-    def __call__(self, messages: list[Message], kwargs: Mapping[str, object]) -> Any:
+    def __call__(self, messages: list[Message], kwargs: Mapping[str, object]) -> object:
         text = last_user_text(messages)
         if not isinstance(self.table, Mapping):
             return self.table(text)
@@ -177,7 +177,7 @@ class ScriptedLM:
 
     def __init__(
         self,
-        responses: Iterable[Any] | Callable[..., Any],
+        responses: Iterable[object] | Callable[..., object],
         *,
         model: str = "scripted",
         features: Iterable[str] = DEFAULT_FEATURES,
@@ -194,9 +194,9 @@ class ScriptedLM:
                 f"response in a list: ScriptedLM([{shorten(responses, 40)}])"
             )
         self._total: int | None
-        self._items: Iterator[Any]
+        self._items: Iterator[object]
         if callable(responses) and not isinstance(responses, Iterable):
-            self._every: Callable[..., Any] | None = responses
+            self._every: Callable[..., object] | None = responses
             self._items, self._total = iter(()), None
         elif isinstance(responses, Iterable):
             self._every = None
@@ -224,9 +224,9 @@ class ScriptedLM:
     @classmethod
     def by_input(
         cls,
-        table: Mapping[str, Any] | Callable[[str], Any],
+        table: Mapping[str, object] | Callable[[str], object],
         *,
-        default: Any = None,
+        default: object = None,
         **options: Any,
     ) -> ScriptedLM:
         """A scripted LM that answers by the text of the last user message, not by call order.
@@ -447,7 +447,7 @@ class ScriptedLM:
         raise ScriptError(f"a scripted callable returned {type(item).__name__}: {shorten(item, 80)}")
 
 
-def _deltas(completions: list[Completion], size: int) -> Iterator[Any]:
+def _deltas(completions: list[Completion], size: int) -> Iterator[object]:
     from sigform.lm.streaming import StreamDelta
 
     for index, completion in enumerate(completions):

@@ -22,7 +22,7 @@ __all__ = ["call_inline", "invoke", "run_sync"]
 T = TypeVar("T")
 
 
-async def invoke(func: Callable[..., Any], *args: object, **kwargs: object) -> Any:
+async def invoke(func: Callable[..., Any], *args: object, **kwargs: object) -> object:
     """Call ``func`` (sync in a worker thread, async awaited) and await an awaitable result."""
     if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__):
         result = await func(*args, **kwargs)
@@ -33,7 +33,7 @@ async def invoke(func: Callable[..., Any], *args: object, **kwargs: object) -> A
     return result
 
 
-async def call_inline(func: Callable[..., Any], *args: object, **kwargs: object) -> Any:
+async def call_inline(func: Callable[..., object], *args: object, **kwargs: object) -> Any:
     """Call a quick callable on the loop thread (predicates, formatters); await it if async."""
     result = func(*args, **kwargs)
     if inspect.isawaitable(result):
@@ -41,7 +41,7 @@ async def call_inline(func: Callable[..., Any], *args: object, **kwargs: object)
     return result
 
 
-def run_sync(make: Callable[[], Coroutine[Any, Any, T] | Awaitable[T]]) -> T:
+def run_sync(make: Callable[[], Coroutine[object, object, T] | Awaitable[T]]) -> T:
     """Run the coroutine ``make()`` to completion from synchronous code.
 
     It runs on the process's long-lived background loop (see :mod:`sigform.runtime`), with

@@ -72,7 +72,7 @@ class StdioServer:
             end_process_now(self.proc)
 
     @asynccontextmanager
-    async def open(self) -> AsyncIterator[tuple[Any, Any]]:
+    async def open(self) -> AsyncIterator[tuple[object, object]]:
         import anyio
         from mcp.shared.message import SessionMessage
 
@@ -116,7 +116,7 @@ class StdioServer:
                         del buffer[: end + 1]
                         if not line.strip():
                             continue
-                        message: Any
+                        message: object
                         try:
                             message = SessionMessage(
                                 mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)

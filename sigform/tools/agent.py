@@ -72,7 +72,7 @@ class Agent(Module):
     def __init__(
         self,
         signature: SignatureLike,
-        tools: Sequence[Tool | Callable[..., Any]],
+        tools: Sequence[Tool | Callable[..., object]],
         *,
         max_steps: int = 10,
         approver: Approver | None = None,
@@ -115,7 +115,7 @@ class Agent(Module):
         return self._signature
 
     @signature.setter
-    def signature(self, value: Any) -> None:
+    def signature(self, value: object) -> None:
         self._signature = ensure_signature(value)
         self._checker = InputChecker(self._signature)
 
@@ -213,7 +213,7 @@ class _Run:
         bounds = [*self.step_starts, len(self.messages)]
         return Layout(2, tuple(tuple(range(a, b)) for a, b in itertools.pairwise(bounds) if b > a))
 
-    async def _turn(self, reply: Turn, step: int) -> tuple[dict[str, Any] | None, list[CallRecord], bool]:
+    async def _turn(self, reply: Turn, step: int) -> tuple[dict[str, object] | None, list[CallRecord], bool]:
         finish = [c for c in reply.calls if c.name == FINISH]
         others = [c for c in reply.calls if c.name != FINISH]
         outcome = await run_turn(
@@ -225,7 +225,7 @@ class _Run:
             callbacks=self.agent.callbacks,
         )
         by_id = {r.call_id: r for r in outcome.records}
-        outputs: dict[str, Any] | None = None
+        outputs: dict[str, object] | None = None
         for call in finish:
             if others or len(finish) > 1:
                 result = ToolResult.error(f"call `{FINISH}` alone, after the other tools' results are in")
@@ -238,7 +238,7 @@ class _Run:
             )
         return outputs, [by_id[c.id] for c in reply.calls], outcome.cancelled
 
-    def _finish(self, call: PendingCall) -> tuple[dict[str, Any] | None, ToolResult]:
+    def _finish(self, call: PendingCall) -> tuple[dict[str, object] | None, ToolResult]:
         """Validate the final answer; an invalid one goes back to the LM as an error."""
         from sigform.types import coerce_fields
 

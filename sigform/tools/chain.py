@@ -23,7 +23,7 @@ __all__ = ["Chain"]
 class Chain:
     """An ordered list of step callables (sync or async) run as one tool call."""
 
-    def __init__(self, steps: Sequence[Callable[..., Any]]) -> None:
+    def __init__(self, steps: Sequence[Callable[..., object]]) -> None:
         steps = list(steps)
         if not steps:
             raise ToolError("a chained tool needs at least one step")
@@ -39,7 +39,7 @@ class Chain:
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         """Run every step in order; stop at the first error."""
-        value: Any = await invoke(self.first, **args)
+        value: object = await invoke(self.first, **args)
         for step in self.steps[1:]:
             if isinstance(value, ToolResult):
                 if not value.ok:

@@ -168,7 +168,7 @@ class CommandTool(Tool):
         commands: Sequence[Sequence[str]],
         args: type[BaseModel] | None = None,
         *,
-        env: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
+        env: Callable[[dict[str, Any]], Mapping[str, object]] | None = None,
         timeout: float = 120.0,
         max_output: int = 64_000,
         cwd: str | os.PathLike[str] | None = None,
@@ -242,7 +242,7 @@ class CommandTool(Tool):
         return f"{self.name} will run:\n" + "\n".join(f"  $ {line}" for line in lines)
 
     async def _run_commands(self, **args: object) -> ToolResult:
-        extra: Mapping[str, Any] = {}
+        extra: Mapping[str, object] = {}
         if self.env is not None:
             try:
                 extra = dict(await call_inline(self.env, dict(args)))

@@ -84,7 +84,7 @@ class _Connection:
     """The live part of a client: the transport and SDK session, run as one task on sigform's
     background loop. Holds no reference to the :class:`MCPClient`, so a finalizer can end it."""
 
-    def __init__(self, label: str, stdio: Any, http: tuple[str, Mapping[str, Any]] | None) -> None:
+    def __init__(self, label: str, stdio: Any, http: tuple[str, Mapping[str, object]] | None) -> None:
         self.label = label
         self.stdio = stdio  # a _mcp_stdio.StdioServer, or None for HTTP
         self.http = http
@@ -131,7 +131,7 @@ class _Connection:
             self.session = None
             self.closed = True
 
-    async def _on_message(self, message: Any) -> None:
+    async def _on_message(self, message: object) -> None:
         if isinstance(message, Exception):  # a line that is not JSON-RPC, a transport fault
             self.malformed = escape_controls(shorten(_exception_text(message), 300))
             logger.warning("%s sent a malformed message: %s", self.label, self.malformed)
@@ -270,7 +270,7 @@ def _exception_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _scrub(text: str, headers: Mapping[str, Any]) -> str:
+def _scrub(text: str, headers: Mapping[str, object]) -> str:
     from sigform.lm.credentials import Credential, scrub
 
     secrets: list[str] = []
@@ -281,7 +281,7 @@ def _scrub(text: str, headers: Mapping[str, Any]) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _http_streams(url: str, headers: Mapping[str, Any]) -> Any:
+async def _http_streams(url: str, headers: Mapping[str, object]) -> Any:
     """The SDK's streamable-HTTP transport; headers resolved as credentials on every request."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
@@ -325,10 +325,10 @@ class MCPClient:
         self,
         *,
         _label: str,
-        _stdio: Any = None,
-        _http: tuple[str, Mapping[str, Any]] | None = None,
+        _stdio: object = None,
+        _http: tuple[str, Mapping[str, object]] | None = None,
         name: str,
-        requires_approval: bool | Collection[str] | Callable[[Tool, dict[str, Any]], Any] = False,
+        requires_approval: bool | Collection[str] | Callable[[Tool, dict[str, Any]], object] = False,
         timeout: float = 60.0,
         startup_timeout: float = 30.0,
         prefix: str = "",
@@ -355,7 +355,7 @@ class MCPClient:
         self.timeout = float(timeout)
         self.startup_timeout = float(startup_timeout)
         self.prefix = prefix
-        self._tool_options: dict[str, Any] = {
+        self._tool_options: dict[str, object] = {
             "setup": setup,
             "on_exit": on_exit,
             "handlers_once": handlers_once,
@@ -407,7 +407,7 @@ class MCPClient:
         cls,
         url: str,
         *,
-        headers: Mapping[str, Any] | None = None,
+        headers: Mapping[str, object] | None = None,
         name: str | None = None,
         **options: Any,
     ) -> MCPClient:
@@ -455,13 +455,13 @@ class MCPClient:
     def __enter__(self) -> MCPClient:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     async def __aenter__(self) -> MCPClient:
         return await self.astart()
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     @property
@@ -483,7 +483,7 @@ class MCPClient:
             await self.astart()
 
             async def list_all(session: Any) -> list[object]:
-                found: list[Any] = []
+                found: list[object] = []
                 cursor: str | None = None
                 while True:
                     if cursor is None:
@@ -532,7 +532,7 @@ class MCPClient:
             tools.append(tool)
         return tools
 
-    async def acall(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Any:
+    async def acall(self, tool: str, arguments: Mapping[str, object] | None = None) -> Any:
         """Call ``tool`` by its server name; returns the SDK's ``CallToolResult``."""
         await self.astart()
         return await self._conn.request(
@@ -585,7 +585,7 @@ class MCPTool(Tool):
         self.parameters = _clean_schema(schema)
         self._validator = _schema_validator(self.parameters)
 
-    def validate(self, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    def validate(self, arguments: Mapping[str, object] | str | None) -> dict[str, Any]:
         """Check the model's arguments against the server's JSON schema (the server checks too)."""
         from sigform.tools.schema import decode_arguments
 
@@ -604,7 +604,7 @@ class MCPTool(Tool):
             )
         return values
 
-    def describe_call(self, args: Mapping[str, Any]) -> str:
+    def describe_call(self, args: Mapping[str, object]) -> str:
         """The approval text: the server, the tool and the exact arguments (JSON, escaped)."""
         if self._describe is not None:
             return super().describe_call(args)
@@ -624,10 +624,10 @@ class MCPTool(Tool):
             return ToolResult.error(str(exc) if isinstance(exc, MCPServerError) else _exception_text(exc))
         return result_from_mcp(result)
 
-    async def _call_remote(self, **args: Any) -> ToolResult:
+    async def _call_remote(self, **args: object) -> ToolResult:
         return await self.execute(args)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         """Call the tool synchronously; returns the :class:`ToolResult`."""
         if args:
             raise TypeError(f"MCP tool `{self.name}` takes keyword arguments only")
@@ -665,7 +665,7 @@ def _field_error(error: Any) -> FieldError:
     )
 
 
-def _clean_schema(schema: Mapping[str, Any]) -> dict[str, object]:
+def _clean_schema(schema: Mapping[str, object]) -> dict[str, object]:
     """The server's input schema as function-calling APIs expect it (an object schema)."""
     out = dict(schema)
     out.pop("title", None)
@@ -674,7 +674,7 @@ def _clean_schema(schema: Mapping[str, Any]) -> dict[str, object]:
     return out
 
 
-def _schema_validator(schema: dict[str, Any]) -> Any:
+def _schema_validator(schema: dict[str, object]) -> Any:
     """A validator for the server's argument schema. Not checked against the metaschema here (20 ms
     a tool): a schema that cannot be used fails the call that needs it, as an error result."""
     from jsonschema.validators import validator_for
@@ -691,12 +691,12 @@ _PATTERN_SECONDS = 0.25
 
 
 @functools.cache
-def _with_bounded_patterns(base: Any) -> Any:
+def _with_bounded_patterns(base: object) -> Any:
     import regex
     from jsonschema import ValidationError
     from jsonschema.validators import extend
 
-    def pattern(validator: Any, expression: Any, instance: Any, _schema: Any) -> Iterator[Any]:
+    def pattern(validator: Any, expression: Any, instance: Any, _schema: object) -> Iterator[object]:
         if not validator.is_type(instance, "string"):
             return
         try:
@@ -713,7 +713,7 @@ def _with_bounded_patterns(base: Any) -> Any:
     return extend(base, validators={"pattern": pattern})
 
 
-def result_from_mcp(result: Any) -> ToolResult:
+def result_from_mcp(result: object) -> ToolResult:
     """An MCP ``CallToolResult`` as a :class:`ToolResult`.
 
     Text parts become the text the model reads; images become :class:`sigform.Image` values sent
@@ -724,7 +724,7 @@ def result_from_mcp(result: Any) -> ToolResult:
 
     texts: list[str] = []
     images: list[Image] = []
-    items: list[Any] = []  # the value: text and images in the server's order
+    items: list[object] = []  # the value: text and images in the server's order
     for part in getattr(result, "content", None) or []:
         kind = getattr(part, "type", None)
         if kind == "text":
@@ -758,7 +758,7 @@ def result_from_mcp(result: Any) -> ToolResult:
     if getattr(result, "is_error", False):
         return ToolResult.error(text or "the tool reported an error without a message", images=tuple(images))
     if structured is not None:
-        value: Any = structured
+        value: object = structured
     elif images:
         value = items
     else:

@@ -26,7 +26,7 @@ from sigform.tools.tool import Tool
 __all__ = ["calls_from_completion", "request_tools", "tool_call_fields", "tools_in_inputs"]
 
 
-def tools_in_inputs(signature: Any, inputs: Mapping[str, Any]) -> list[Tool]:
+def tools_in_inputs(signature: Any, inputs: Mapping[str, object]) -> list[Tool]:
     """Every :class:`Tool` given in the inputs (a ``Tool`` field or a list of them), in field order."""
     found: list[Tool] = []
     for name in signature.input_fields:
@@ -43,7 +43,7 @@ def tool_call_fields(signature: Any) -> list[str]:
     return list(tool_call_outputs(signature))
 
 
-def request_tools(signature: Any, inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
+def request_tools(signature: Any, inputs: Mapping[str, object]) -> list[dict[str, Any]]:
     """The request's ``tools`` (OpenAI shape; litellm translates) when the signature asks for tool
     calls and the inputs hold tools; empty otherwise (the same list the adapters send)."""
     from sigform.adapters.native_tools import request_tools as adapter_request_tools

@@ -44,7 +44,7 @@ def finish_parameters(signature: Any) -> dict[str, Any]:
     """JSON schema of the ``finish`` arguments: one property per output field."""
     from sigform.types import json_schema
 
-    properties: dict[str, Any] = {}
+    properties: dict[str, object] = {}
     for name, spec in signature.output_fields.items():
         schema = json_schema(spec.validation_annotation)
         if spec.desc:
@@ -102,7 +102,7 @@ def system_prompt(signature: Any, tools: Sequence[Tool], *, native: bool) -> str
     return "\n\n".join(parts)
 
 
-def user_prompt(signature: Any, inputs: Mapping[str, Any]) -> str:
+def user_prompt(signature: Any, inputs: Mapping[str, object]) -> str:
     """The task's inputs, one field per block."""
     from sigform.types import render_value
 

@@ -68,7 +68,7 @@ class ToolResult:
         *,
         for_llm: str | None = None,
         for_user: str | None = None,
-        images: tuple[Any, ...] = (),
+        images: tuple[object, ...] = (),
     ) -> ToolResult:
         """A successful call returning ``value`` (rendered for the LM unless ``for_llm`` is given)."""
         return cls("success", value=value, llm_text=for_llm, user_text=for_user, images=tuple(images))
@@ -80,7 +80,7 @@ class ToolResult:
         *,
         for_llm: str | None = None,
         for_user: str | None = None,
-        images: tuple[Any, ...] = (),
+        images: tuple[object, ...] = (),
     ) -> ToolResult:
         """A failed call; ``message`` is what the LM is told (unless ``for_llm`` overrides it)."""
         return cls("error", message=str(message), llm_text=for_llm, user_text=for_user, images=tuple(images))

@@ -105,7 +105,7 @@ class _Turn:
         self._event(status, call, args=record.args, result=result, description=record.description)
 
     async def _execute(
-        self, i: int, call: PendingCall, tool: Tool, args: dict[str, Any], **kw: object
+        self, i: int, call: PendingCall, tool: Tool, args: dict[str, object], **kw: object
     ) -> None:
         problem = await self.hooks.before(tool)
         if problem is not None:

@@ -42,7 +42,7 @@ _ARG_LINE = re.compile(r"^\s*\**(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
 
 
-def describe_function(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+def describe_function(func: Callable[..., object]) -> tuple[str, dict[str, str]]:
     """Split a docstring into the tool description and per-argument descriptions."""
     doc = inspect.getdoc(func) or ""
     summary: list[str] = []
@@ -73,7 +73,7 @@ def describe_function(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), params
 
 
-def _type_hints(func: Callable[..., Any]) -> dict[str, object]:
+def _type_hints(func: Callable[..., object]) -> dict[str, object]:
     name = getattr(func, "__name__", repr(func))
     try:
         return typing.get_type_hints(func, include_extras=True)
@@ -89,7 +89,7 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, object]:
         raise ToolError(f"tool function {name}: cannot resolve its type hints: {first_error}") from exc
 
 
-def args_model_from_function(func: Callable[..., Any], model_name: str) -> type[BaseModel]:
+def args_model_from_function(func: Callable[..., object], model_name: str) -> type[BaseModel]:
     """The pydantic model of ``func``'s parameters (``*args``/``**kwargs`` are refused)."""
     try:
         sig = inspect.signature(func)
@@ -118,7 +118,7 @@ def args_model_from_function(func: Callable[..., Any], model_name: str) -> type[
         raise ToolError(f"tool function {model_name}: its parameters cannot form a schema: {exc}") from exc
 
 
-_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, object]] = weakref.WeakKeyDictionary()
 
 
 def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -164,11 +164,11 @@ def _error_items(model: type[BaseModel], exc: ValidationError) -> list[FieldErro
     return items
 
 
-def _safe_type_name(type_name: Callable[[Any], str], annotation: object) -> str:
+def _safe_type_name(type_name: Callable[[object], str], annotation: object) -> str:
     return probe("type name", lambda: type_name(annotation), repr(annotation))
 
 
-def decode_arguments(tool: str, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+def decode_arguments(tool: str, arguments: Mapping[str, object] | str | None) -> dict[str, Any]:
     """The LM's arguments as a dict: a JSON object string is decoded, nothing is ``{}``; anything
     else raises :class:`ToolArgumentsError`."""
     if arguments is None or arguments == "":
@@ -192,7 +192,7 @@ def decode_arguments(tool: str, arguments: Mapping[str, Any] | str | None) -> di
 
 
 def validate_arguments(
-    tool: str, model: type[BaseModel], arguments: Mapping[str, Any] | str | None
+    tool: str, model: type[BaseModel], arguments: Mapping[str, object] | str | None
 ) -> dict[str, Any]:
     """Validate the LM's arguments (a decoded object or the raw JSON string) against ``model``.
 

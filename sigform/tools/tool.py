@@ -71,7 +71,7 @@ class Tool:
 
     def __init__(
         self,
-        func: Callable[..., Any] | Sequence[Callable[..., Any]],
+        func: Callable[..., object] | Sequence[Callable[..., object]],
         name: str | None = None,
         description: str | None = None,
         requires_approval: ApprovalRule = False,
@@ -93,7 +93,7 @@ class Tool:
             chain = Chain(func)
         elif not callable(func):
             raise ToolError(f"Tool needs a callable (or a list of step callables), got {type(func).__name__}")
-        entry: Callable[..., Any] = chain.first if chain is not None else func  # type: ignore[assignment]
+        entry: Callable[..., object] = chain.first if chain is not None else func  # type: ignore[assignment]
         self.func = func
         self._chain = chain
         self.name = _check_name(name if name is not None else getattr(entry, "__name__", ""), entry)
@@ -157,7 +157,7 @@ class Tool:
         return self.format_for_prompt()
 
     # -- one call ------------------------------------------------------------------------------
-    def validate(self, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    def validate(self, arguments: Mapping[str, object] | str | None) -> dict[str, Any]:
         """Validate the LM's arguments; raises :class:`~sigform.errors.ToolArgumentsError`."""
         return validate_arguments(self.name, self.args_model, arguments)
 
@@ -196,7 +196,7 @@ class Tool:
             logger.debug("tool %s raised", self.name, exc_info=True)
             return ToolResult.error(f"{type(exc).__name__}: {exc}")
 
-    async def arun(self, arguments: Mapping[str, Any] | str | None = None, **kwargs: object) -> ToolResult:
+    async def arun(self, arguments: Mapping[str, object] | str | None = None, **kwargs: object) -> ToolResult:
         """Validate ``arguments`` and run the tool with its setup/on_exit hooks (no approval).
 
         Invalid arguments give an error result; nothing raises for a failing tool.
@@ -214,7 +214,7 @@ class Tool:
         finally:
             await self.run_hook("on_exit")
 
-    def run(self, arguments: Mapping[str, Any] | str | None = None, **kwargs: object) -> ToolResult:
+    def run(self, arguments: Mapping[str, object] | str | None = None, **kwargs: object) -> ToolResult:
         """Synchronous :meth:`arun`."""
         return run_sync(lambda: self.arun(arguments, **kwargs))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from sigform.types.media import ContentPart, Media
 from sigform.types.media_sources import (
@@ -46,7 +46,7 @@ class Audio(Media):
     format: AudioFormat
 
     @classmethod
-    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, object]:
+    def _check_fields(cls, fields: dict[str, object], max_bytes: int) -> dict[str, object]:
         data, fmt = fields.get("data"), fields.get("format")
         if data is None:
             raise ValueError("Audio needs data (base64) and a format ('wav' or 'mp3')")

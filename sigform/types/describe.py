@@ -103,7 +103,7 @@ def _describe(annotation: object) -> TypeDescription:
     return TypeDescription("json", name, optional, (), json_schema(annotation), constraints)
 
 
-def constraint_texts(metadata: tuple[Any, ...], base: object) -> list[str]:
+def constraint_texts(metadata: tuple[object, ...], base: object) -> list[str]:
     """Human texts for constraint metadata (annotated_types objects or pydantic ``FieldInfo``)."""
     out: list[str] = []
     unit = "characters" if base is str else "items"

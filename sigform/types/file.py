@@ -5,7 +5,7 @@ from __future__ import annotations
 import mimetypes
 import os
 from pathlib import PurePath
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from sigform.types.media import ContentPart, Media
 from sigform.types.media_sources import (
@@ -45,7 +45,7 @@ class File(Media):
     filename: str | None = None
 
     @classmethod
-    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, object]:
+    def _check_fields(cls, fields: dict[str, object], max_bytes: int) -> dict[str, object]:
         data, file_id = fields.get("data"), fields.get("file_id")
         mime, filename = fields.get("mime_type"), fields.get("filename")
         if isinstance(data, str) and data.startswith("data:"):
@@ -151,7 +151,7 @@ class File(Media):
         """``[{"type": "file", "file": {"file_data": <data URI>, "filename": ...}}]``, or
         ``{"file_id": ...}`` inside for uploaded files."""
         if self.file_id is not None:
-            ref: dict[str, Any] = {"file_id": self.file_id}
+            ref: dict[str, object] = {"file_id": self.file_id}
             if self.filename is not None:
                 ref["filename"] = self.filename
             return [{"type": "file", "file": ref}]

@@ -209,7 +209,7 @@ class History(BaseModel):
         return fields
 
     @classmethod
-    def from_turns(cls, turns: Iterable[Mapping[str, Any]]) -> History:
+    def from_turns(cls, turns: Iterable[Mapping[str, object]]) -> History:
         """History made of raw chat turns (``{"role": ..., "content": ...}``, tool calls and
         tool results included), checked and normalised to the OpenAI message shape."""
         return cls.model_validate({"messages": tuple(turns), "raw_turns": True})  # checked by the validator

@@ -169,7 +169,7 @@ class Image(Media):
 
     def to_content_parts(self) -> list[ContentPart]:
         """``[{"type": "image_url", "image_url": {"url": <url or data URI>, "detail": ...}}]``."""
-        image_url: dict[str, Any] = {"url": self.url if self.url is not None else self.data_uri}
+        image_url: dict[str, object] = {"url": self.url if self.url is not None else self.data_uri}
         if self.detail is not None:
             image_url["detail"] = self.detail
         return [{"type": "image_url", "image_url": image_url}]

@@ -35,7 +35,7 @@ __all__ = [
 
 NoneType = type(None)
 
-_UNION_ORIGINS: tuple[Any, ...] = (Union, _stdtypes.UnionType) if sys.version_info >= (3, 10) else (Union,)
+_UNION_ORIGINS: tuple[object, ...] = (Union, _stdtypes.UnionType) if sys.version_info >= (3, 10) else (Union,)
 _LITERAL_ORIGINS = (Literal, typing_extensions.Literal)
 _WRAPPER_ORIGINS = tuple(
     {
@@ -52,7 +52,7 @@ _WRAPPER_ORIGINS = tuple(
 
 def strip_annotated(annotation: Any) -> tuple[Any, tuple[Any, ...]]:
     """Return ``(base, metadata)`` for ``Annotated[base, *metadata]`` (nested ones merged)."""
-    metadata: tuple[Any, ...] = ()
+    metadata: tuple[object, ...] = ()
     while True:
         if typing.get_origin(annotation) is Annotated:
             metadata = tuple(annotation.__metadata__) + metadata

@@ -73,7 +73,7 @@ class Media(BaseModel):
         return cls._check_fields(dict(value), max_bytes_of(info, cls.MAX_BYTES))
 
     @classmethod
-    def _check_fields(cls, fields: dict[str, Any], max_bytes: int) -> dict[str, object]:
+    def _check_fields(cls, fields: dict[str, object], max_bytes: int) -> dict[str, object]:
         """Check and normalise the given fields (each media type's own rules); ``max_bytes`` is
         the size limit for inline content."""
         raise NotImplementedError
@@ -155,7 +155,7 @@ class Media(BaseModel):
         return str(self)
 
     @model_serializer(mode="wrap")
-    def _serialize(self, handler: Any, info: SerializationInfo) -> Any:  # pydantic reads this annotation
+    def _serialize(self, handler: Any, info: SerializationInfo) -> object:  # pydantic reads this annotation
         # in prompt text (render_value of a dict or model holding media) only the placeholder is
         # written, never the base64; every other dump keeps the full content
         context = info.context
@@ -164,7 +164,7 @@ class Media(BaseModel):
         return handler(self)
 
     @classmethod
-    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> Any:
+    def __get_pydantic_json_schema__(cls, schema: object, handler: Any) -> Any:
         # the prompt serializer above does not change what a dump looks like: schema it as the model
         if isinstance(schema, dict) and "serialization" in schema:
             schema = {k: v for k, v in schema.items() if k != "serialization"}

@@ -25,7 +25,7 @@ __all__ = ["SPECIAL_TYPE_NAMES", "resolve_type_name", "type_name"]
 # sigform's own types a string signature may name without ``types=`` (see sigform.signatures)
 SPECIAL_TYPE_NAMES = ("Image", "Audio", "File", "History", "Reasoning", "ToolCalls")
 
-_BUILTIN_NAMES: dict[str, Any] = {
+_BUILTIN_NAMES: dict[str, object] = {
     "str": str,
     "int": int,
     "float": float,
@@ -55,7 +55,7 @@ _BUILTIN_NAMES: dict[str, Any] = {
     "Decimal": decimal.Decimal,
     "UUID": uuid.UUID,
 }
-_MODULES: dict[str, dict[str, Any]] = {
+_MODULES: dict[str, dict[str, object]] = {
     "typing": {k: v for k, v in _BUILTIN_NAMES.items() if getattr(v, "__module__", "") == "typing"},
     "datetime": {"date": _dt.date, "datetime": _dt.datetime, "time": _dt.time, "timedelta": _dt.timedelta},
 }
@@ -173,7 +173,7 @@ class _Resolver:
             return self.subscript(node)
         raise self.fail(f"unsupported syntax {type(node).__name__}")
 
-    def name(self, name: str) -> Any:
+    def name(self, name: str) -> object:
         if name in self.ns:
             return self.ns[name]
         if name in _BUILTIN_NAMES:
@@ -194,7 +194,7 @@ class _Resolver:
         except AttributeError as exc:
             raise self.fail(f"unknown type name {ast.unparse(node)!r}") from exc
 
-    def subscript(self, node: ast.Subscript) -> Any:
+    def subscript(self, node: ast.Subscript) -> object:
         base = self.visit(node.value)
         elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if base is Literal:
@@ -209,7 +209,7 @@ class _Resolver:
         except TypeError as exc:
             raise self.fail(f"{ast.unparse(node.value)!r} cannot be subscripted ({exc})") from exc
 
-    def literal(self, node: ast.AST) -> Any:
+    def literal(self, node: ast.AST) -> object:
         if isinstance(node, ast.Constant) and isinstance(
             node.value, (str, int, float, bool, bytes, type(None))
         ):

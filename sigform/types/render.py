@@ -62,7 +62,7 @@ def plain_text(value: str) -> str:
 
 # id(annotation) -> (annotation, (numbered, ambiguous)): what render_value asks of an annotation,
 # answered once per annotation (the strong reference keeps the id unique; unhashable ones work too)
-_RULES: dict[int, tuple[Any, tuple[bool, bool]]] = {}
+_RULES: dict[int, tuple[object, tuple[bool, bool]]] = {}
 _MAX_RULES = 4096
 
 

@@ -26,7 +26,7 @@ from sigform.types.inspection import cache_key, split_optional, strip_annotated
 
 __all__ = ["json_schema", "strict_json_schema"]
 
-_CACHE: dict[Any, tuple[dict[str, Any], Any]] = {}
+_CACHE: dict[object, tuple[dict[str, object], object]] = {}
 _LOCK = threading.Lock()
 _MAX_CACHE = 4096  # keyed by annotations, which programs may build per call (Literal of user values)
 _DATA_KEYWORDS = frozenset({"default", "enum", "const", "examples"})  # values here are data, not schemas
@@ -81,7 +81,7 @@ def _build(annotation: Any) -> dict[str, object]:
 def _compact(schema: dict[str, Any]) -> dict[str, Any]:
     defs: dict[str, Any] = schema.pop("$defs", {})
     recursive = _recursive_defs(defs)
-    needed: dict[str, Any] = {}
+    needed: dict[str, object] = {}
 
     def walk(node: JSON, stack: tuple[str, ...]) -> JSON:
         if isinstance(node, list):
@@ -132,7 +132,7 @@ def _refs(node: object) -> set[str]:
     return out
 
 
-def _recursive_defs(defs: dict[str, Any]) -> set[str]:
+def _recursive_defs(defs: dict[str, object]) -> set[str]:
     """Names of definitions that reach themselves through references (they must stay $refs)."""
     direct = {name: _refs(d) for name, d in defs.items()}
     out = set()
@@ -163,15 +163,15 @@ def strict_json_schema(fields: dict[str, Any]) -> dict[str, Any]:
     nullable; open ``dict[K, V]`` fields are arrays of ``{"key", "value"}`` objects (coerce
     reads them back into dicts). Properties follow the order of ``fields``.
     """
-    defs: dict[str, Any] = {}
-    props: dict[str, Any] = {}
+    defs: dict[str, object] = {}
+    props: dict[str, object] = {}
     for name, annotation in fields.items():
         schema = json_schema(annotation)
         defs.update(schema.pop("$defs", {}))
         strict = _strict(schema)
         _, nullable = split_optional(strip_annotated(annotation)[0])
         props[name] = _nullable(strict) if nullable else strict
-    result: dict[str, Any] = {
+    result: dict[str, object] = {
         "type": "object",
         "properties": props,
         "required": list(props),
@@ -182,12 +182,12 @@ def strict_json_schema(fields: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-_ANY_JSON: dict[str, Any] = {
+_ANY_JSON: dict[str, object] = {
     "anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
 }
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+def _nullable(schema: dict[str, Any]) -> dict[str, object]:
     variants = schema.get("anyOf", [schema])
     if any(v.get("type") == "null" for v in variants):
         return schema

@@ -44,7 +44,7 @@ def type_shape(annotation: object) -> str:
     return schema_shape(schema, schema.get("$defs", {}))
 
 
-def object_shape(fields: Sequence[tuple[str, Any, str]]) -> str:
+def object_shape(fields: Sequence[tuple[str, object, str]]) -> str:
     """The shape of an object with ``fields`` given as ``(name, annotation, description)``."""
     defs: dict[str, object] = {}
     props: dict[str, object] = {}
@@ -105,7 +105,7 @@ def _wrapped(schema: object, defs: Mapping[str, object], indent: str, depth: int
     return f"({text})" if " | " in text and "\n" not in text else text
 
 
-def _object(schema: Mapping[str, Any], defs: Mapping[str, Any], indent: str, depth: int) -> str:
+def _object(schema: Mapping[str, Any], defs: Mapping[str, object], indent: str, depth: int) -> str:
     props = schema.get("properties")
     if not isinstance(props, Mapping) or not props:
         extra = schema.get("additionalProperties")
@@ -126,7 +126,7 @@ def _object(schema: Mapping[str, Any], defs: Mapping[str, Any], indent: str, dep
     return "{\n" + "\n".join(lines) + f"\n{indent}}}"
 
 
-def _comment(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> str:
+def _comment(prop: Mapping[str, Any], defs: Mapping[str, object]) -> str:
     notes: list[str] = []
     desc = prop.get("description")
     if isinstance(desc, str) and desc.strip():

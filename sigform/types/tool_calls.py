@@ -137,7 +137,7 @@ class ToolCalls(BaseModel):
 
     @classmethod
     def prompt_schema(
-        cls, tools: Mapping[str, Mapping[str, Any]] | Iterable[str] | None = None
+        cls, tools: Mapping[str, Mapping[str, object]] | Iterable[str] | None = None
     ) -> dict[str, Any]:
         """A compact JSON schema (no ``$defs``) of ``{"tool_calls": [{"name", "args"}]}`` to put in
         a prompt. ``tools`` narrows it: tool names (``name`` becomes an enum) or a mapping of

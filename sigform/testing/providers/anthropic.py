@@ -105,7 +105,7 @@ class AnthropicFake(FakeProvider):
 
     def blocks(self, reply: Reply) -> list[dict[str, Any]]:
         """The ``content`` blocks of the message, in the order Anthropic sends them."""
-        blocks: list[dict[str, Any]] = []
+        blocks: list[dict[str, object]] = []
         if reply.reasoning is not None:
             blocks.append(
                 {"type": "thinking", "thinking": reply.reasoning, "signature": reply.thinking_signature}
@@ -124,7 +124,7 @@ class AnthropicFake(FakeProvider):
         return blocks
 
     def _message(
-        self, reply: Reply, model: str, content: list[dict[str, Any]], stop: str | None
+        self, reply: Reply, model: str, content: list[dict[str, object]], stop: str | None
     ) -> dict[str, object]:
         return {
             "id": self.make_id("msg_01", 22),

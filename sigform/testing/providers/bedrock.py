@@ -119,7 +119,7 @@ class BedrockConverseFake(FakeProvider):
 
     # -- shapes ----------------------------------------------------------------------------
     def blocks(self, reply: Reply) -> list[dict[str, Any]]:
-        blocks: list[dict[str, Any]] = []
+        blocks: list[dict[str, object]] = []
         if reply.reasoning is not None:
             text = {"text": reply.reasoning, "signature": reply.thinking_signature}
             blocks.append({"reasoningContent": {"reasoningText": text}})

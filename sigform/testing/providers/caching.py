@@ -32,8 +32,8 @@ def _tokens(block: object) -> int:
     return math.ceil(len(json.dumps(block, sort_keys=True, separators=(",", ":"))) / 4)
 
 
-def _anthropic_blocks(body: dict[str, Any]) -> list[tuple[Any, bool]]:
-    blocks: list[tuple[Any, bool]] = [(t, "cache_control" in t) for t in body.get("tools") or ()]
+def _anthropic_blocks(body: dict[str, Any]) -> list[tuple[object, bool]]:
+    blocks: list[tuple[object, bool]] = [(t, "cache_control" in t) for t in body.get("tools") or ()]
     system = body.get("system")
     if isinstance(system, str):
         blocks.append((system, False))
@@ -49,8 +49,8 @@ def _anthropic_blocks(body: dict[str, Any]) -> list[tuple[Any, bool]]:
     return blocks
 
 
-def _bedrock_blocks(body: dict[str, Any]) -> list[tuple[Any, bool]]:
-    blocks: list[tuple[Any, bool]] = []
+def _bedrock_blocks(body: dict[str, Any]) -> list[tuple[object, bool]]:
+    blocks: list[tuple[object, bool]] = []
     for tool in (body.get("toolConfig") or {}).get("tools") or ():
         blocks.append((tool, "cachePoint" in tool))
     for block in body.get("system") or ():

@@ -70,7 +70,7 @@ class CohereFake(FakeProvider):
 
     @staticmethod
     def _content(reply: Reply) -> list[dict[str, Any]]:
-        content: list[dict[str, Any]] = []
+        content: list[dict[str, object]] = []
         if reply.reasoning is not None:
             content.append({"type": "thinking", "thinking": reply.reasoning})
         if not reply.tool_calls:

@@ -45,11 +45,11 @@ def _count_parts(content: dict[str, Any], *names: str) -> int:
     return sum(1 for part in parts if isinstance(part, dict) and any(name in part for name in names))
 
 
-def _function_calls(content: dict[str, Any]) -> int:
+def _function_calls(content: dict[str, object]) -> int:
     return _count_parts(content, "functionCall", "function_call")
 
 
-def _function_responses(content: dict[str, Any]) -> int:
+def _function_responses(content: dict[str, object]) -> int:
     return _count_parts(content, "functionResponse", "function_response")
 
 
@@ -92,10 +92,10 @@ class GeminiFake(FakeProvider):
     # -- shapes ----------------------------------------------------------------------------
     def parts(self, reply: Reply) -> list[dict[str, Any]]:
         """The parts: thoughts, answer, function calls; the signature on the first after thoughts."""
-        parts: list[dict[str, Any]] = []
+        parts: list[dict[str, object]] = []
         if reply.reasoning is not None:
             parts.append({"text": reply.reasoning, "thought": True})
-        answer: list[dict[str, Any]] = []
+        answer: list[dict[str, object]] = []
         if reply.text or not reply.tool_calls:
             answer.append({"text": reply.text})
         for call in reply.tool_calls:
@@ -130,8 +130,8 @@ class GeminiFake(FakeProvider):
         return usage
 
     def _response(
-        self, candidates: list[dict[str, Any]], usage: dict[str, Any], model: str, rid: str
-    ) -> dict[str, Any]:
+        self, candidates: list[dict[str, object]], usage: dict[str, object], model: str, rid: str
+    ) -> dict[str, object]:
         return {"candidates": candidates, "usageMetadata": usage, "modelVersion": model, "responseId": rid}
 
     def render(self, replies: list[Reply], request: RecordedRequest, model: str) -> Any:
@@ -145,11 +145,11 @@ class GeminiFake(FakeProvider):
         ]
         return self._response(candidates, self.usage_metadata(replies), model, self.make_id("", 22))
 
-    def _chunks(self, replies: list[Reply], model: str) -> Iterator[dict[str, Any]]:
+    def _chunks(self, replies: list[Reply], model: str) -> Iterator[dict[str, object]]:
         rid = self.make_id("", 22)
         partial = self.usage_metadata(replies, final=False)
         for i, reply in enumerate(replies):
-            split: list[dict[str, Any]] = []
+            split: list[dict[str, object]] = []
             for part in self.parts(reply):
                 text = part.get("text")
                 if text is None or not text:

@@ -58,7 +58,7 @@ class OpenAIResponsesFake(FakeProvider):
     # -- shapes ----------------------------------------------------------------------------
     def items(self, reply: Reply) -> list[dict[str, Any]]:
         """The completed ``output`` items, in order."""
-        items: list[dict[str, Any]] = []
+        items: list[dict[str, object]] = []
         if reply.reasoning is not None:
             summary = [{"type": "summary_text", "text": reply.reasoning}] if reply.reasoning else []
             items.append(
@@ -101,7 +101,7 @@ class OpenAIResponsesFake(FakeProvider):
 
     def _response(
         self, reply: Reply, request: RecordedRequest, model: str, rid: str, created: int
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         body = request.json or {}
         return {
             "id": rid,
@@ -132,7 +132,7 @@ class OpenAIResponsesFake(FakeProvider):
         }
 
     def _finished(
-        self, response: dict[str, Any], reply: Reply, items: list[dict[str, Any]]
+        self, response: dict[str, object], reply: Reply, items: list[dict[str, object]]
     ) -> dict[str, object]:
         done = {**response, "output": items, "usage": self.usage_payload(reply), "status": "completed"}
         if reply.stop in _INCOMPLETE:
@@ -147,7 +147,7 @@ class OpenAIResponsesFake(FakeProvider):
         )
         return self._finished(response, reply, self.items(reply))
 
-    def _item_events(self, index: int, item: dict[str, Any], size: int) -> Iterator[dict[str, Any]]:
+    def _item_events(self, index: int, item: dict[str, Any], size: int) -> Iterator[dict[str, object]]:
         kind = item["type"]
         opened = {**item, "status": "in_progress"} if "status" in item else dict(item)
         if kind == "reasoning":
@@ -224,6 +224,6 @@ class OpenAIResponsesFake(FakeProvider):
         return [("x-request-id", self.make_id("req_", 32, "0123456789abcdef"))]
 
 
-def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
+def _items(body: dict[str, object]) -> list[dict[str, object]]:
     value = body.get("input")
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []

@@ -47,7 +47,7 @@ def coerce(value: object, annotation: object, *, field: str = "value") -> Any:
         ) from None
 
 
-def _coerce(value: object, annotation: object, field: str) -> Any:
+def _coerce(value: object, annotation: object, field: str) -> object:
     node = plan_for(annotation)
     out = node.convert(value, field, True)
     if node.needs_validation:

@@ -40,7 +40,7 @@ class _ChoiceNode(Node):
 
     choices: tuple[Any, ...]
 
-    def _options(self) -> list[tuple[Any, list[str]]]:
+    def _options(self) -> list[tuple[object, list[str]]]:
         raise NotImplementedError
 
     def _index(self) -> None:
@@ -108,13 +108,13 @@ _MISSING = object()
 class LiteralNode(_ChoiceNode):
     """One of the Literal's values; text matched by the tiers above."""
 
-    def __init__(self, annotation: object, choices: tuple[Any, ...]) -> None:
+    def __init__(self, annotation: object, choices: tuple[object, ...]) -> None:
         super().__init__(annotation)
         self.choices = choices
         self._index()
 
-    def _options(self) -> list[tuple[Any, list[str]]]:
-        out: list[tuple[Any, list[str]]] = []
+    def _options(self) -> list[tuple[object, list[str]]]:
+        out: list[tuple[object, list[str]]] = []
         for c in self.choices:
             if isinstance(c, enum.Enum):
                 forms = [c.name, f"{type(c).__name__}.{c.name}"]
@@ -133,7 +133,7 @@ class LiteralNode(_ChoiceNode):
                 out.append((c, [str(c)]))
         return out
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         for c in self.choices:
             if _same(value, c):
                 return c
@@ -170,7 +170,7 @@ class EnumNode(_ChoiceNode):
         self.numeric = all(type(m.value) is int for m in self.choices)
         self._index()
 
-    def _options(self) -> list[tuple[Any, list[str]]]:
+    def _options(self) -> list[tuple[object, list[str]]]:
         out = []
         for m in self.choices:
             forms = [m.name]
@@ -181,7 +181,7 @@ class EnumNode(_ChoiceNode):
             out.append((m, forms))
         return out
 
-    def match_text(self, text: str) -> Any:
+    def match_text(self, text: str) -> object:
         """The tiers, then ``Enum.NAME`` and, for numeric enums, the value written as text."""
         hit = super().match_text(text)
         if hit is _MISSING:
@@ -192,7 +192,7 @@ class EnumNode(_ChoiceNode):
             hit = self.by_value.get((int, int(text)), _MISSING)
         return hit
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if isinstance(value, self.annotation):
             return value
         if not isinstance(value, (str, bool, dict, list)):

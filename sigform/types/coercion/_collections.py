@@ -208,7 +208,7 @@ class SeqNode(Node):
     def needs_validation(self) -> bool:  # type: ignore[override]
         return self.item_node().needs_validation
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         item = self.item_node()
         if isinstance(value, str):
             s = strip_fence(value.strip())
@@ -246,7 +246,7 @@ class SeqNode(Node):
                 return self._items([value], item, name, False)
         raise Invalid(f"expected a list, got {describe_seen(value)}")
 
-    def _items(self, values: Any, item: Node, name: str, text: bool) -> Any:
+    def _items(self, values: Any, item: Node, name: str, text: bool) -> object:
         out = []
         for i, v in enumerate(values):
             try:
@@ -269,7 +269,7 @@ class SeqNode(Node):
 class TupleNode(Node):
     """``tuple[A, B, C]``: exactly that many items, each read by its own type."""
 
-    def __init__(self, annotation: object, items: tuple[Any, ...]) -> None:
+    def __init__(self, annotation: object, items: tuple[object, ...]) -> None:
         super().__init__(annotation)
         self.item_annotations = items
         self.items: list[Node] | None = None
@@ -283,7 +283,7 @@ class TupleNode(Node):
     def needs_validation(self) -> bool:  # type: ignore[override]
         return any(n.needs_validation for n in self.item_nodes())
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         nodes = self.item_nodes()
         as_text = False
         if isinstance(value, str):
@@ -336,7 +336,7 @@ class DictNode(Node):
         k, v = self.kv_nodes()
         return k.needs_validation or v.needs_validation
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if isinstance(value, str):
             s = strip_fence(value.strip())
             if s[:1] in ("{", "["):
@@ -375,10 +375,10 @@ class DictNode(Node):
             text = text.replace("\r\n", "\n").replace("\r", "\n")
             yield from map(_key_pair, _lines("\n".join(dict.fromkeys(text.split("\n")))))
 
-    def _pairs(self, pairs: Iterable[tuple[Any, Any]], name: str, text: bool) -> dict[Any, Any]:
+    def _pairs(self, pairs: Iterable[tuple[object, object]], name: str, text: bool) -> dict[object, object]:
         knode, vnode = self.kv_nodes()
         value_name = value_namer(name)
-        out: dict[Any, Any] = {}
+        out: dict[object, object] = {}
         for k, v in pairs:
             try:
                 key = knode.convert(k, name, text)

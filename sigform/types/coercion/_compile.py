@@ -57,7 +57,7 @@ class AnnotatedNode(Node):
         self.inner = inner
         self.currency = currency  # the currency the field's description gives (numbers only)
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if self.currency is not None:
             name = CurrencyField(name, self.currency, percent=percent_allowed(name))
         return self.inner.convert(value, name, text)
@@ -65,7 +65,7 @@ class AnnotatedNode(Node):
     def fit(self, value: object, text: bool) -> float:
         return self.inner.fit(value, text)
 
-    def __getattr__(self, item: str) -> Any:  # is_record etc. come from the inner node
+    def __getattr__(self, item: str) -> object:  # is_record etc. come from the inner node
         return getattr(self.inner, item)
 
 

@@ -12,7 +12,6 @@ could swap (``01/02/2025``), a date without a year (``July 18``), two-digit year
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 import regex
 
@@ -83,7 +82,7 @@ def read_date(text: str) -> dt.date | None:
 class DateNode(TextParsedNode):
     """``datetime.date``: the forms of :func:`read_date`, else the text goes to pydantic."""
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         out = super().convert(value, name, text)
         if isinstance(out, str):
             found = read_date(out)

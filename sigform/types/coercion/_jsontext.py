@@ -17,7 +17,6 @@ not strict JSON is refused with a message saying so.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import regex
 
@@ -42,7 +41,7 @@ _TOKEN = regex.compile(
 _SINGLE_QUOTED = regex.compile(r"'(?:[^'\\]++|\\.)*+'?", regex.DOTALL)
 
 
-def parse_json(text: str, *, repair: bool = True) -> Any:
+def parse_json(text: str, *, repair: bool = True) -> object:
     """Parse ``text`` (stripped, starting with ``{`` or ``[``) as JSON, repairing if needed
     (``repair=False``: strict JSON only)."""
     try:

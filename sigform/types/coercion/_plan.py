@@ -48,7 +48,7 @@ class Node:
     def __init__(self, annotation: Any) -> None:
         self.annotation = annotation
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         raise NotImplementedError
 
     def fit(self, value: object, text: bool) -> float:
@@ -56,8 +56,8 @@ class Node:
         return 0.0
 
 
-_PLANS: dict[Any, tuple[Node, Any]] = {}
-_ADAPTERS: dict[Any, tuple[Any, Any]] = {}
+_PLANS: dict[object, tuple[Node, object]] = {}
+_ADAPTERS: dict[object, tuple[object, object]] = {}
 _LOCK = threading.Lock()
 _MAX_CACHE = 4096
 

@@ -100,7 +100,7 @@ def _record_fields(cls: Any) -> tuple[list[_Field], bool]:
     return out, False
 
 
-def _typeddict_required(hint: Any, default: bool) -> bool:
+def _typeddict_required(hint: object, default: bool) -> bool:
     # string annotations hide Required/NotRequired from the class; the resolved hint shows them
     while True:
         origin = typing.get_origin(hint)
@@ -138,7 +138,7 @@ class RecordNode(Node):
             self._fields = fields
         return self._fields
 
-    def lookup(self, key: Any) -> _Field | None:
+    def lookup(self, key: object) -> _Field | None:
         self.fields()
         if not isinstance(key, str):
             return None
@@ -148,7 +148,7 @@ class RecordNode(Node):
     def type_label(self) -> str:
         return getattr(self.annotation, "__name__", "object")
 
-    def convert(self, value: Any, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if self.instance_type is not None and isinstance(value, self.instance_type):
             return value
         if isinstance(value, dict):
@@ -166,7 +166,7 @@ class RecordNode(Node):
             raise Invalid(f"expected an object ({self.type_label}), got a list holding {describe_seen(item)}")
         raise Invalid(f"expected an object ({self.type_label}), got {describe_seen(value)}")
 
-    def _unwrap(self, key: Any, wrappers: int) -> int:
+    def _unwrap(self, key: object, wrappers: int) -> int:
         """The wrapper count after one more layer (``key``'s object or a JSON string)."""
         if wrappers >= _MAX_WRAPPERS:
             around = f" (`{key}`)" if isinstance(key, str) else ""
@@ -198,7 +198,7 @@ class RecordNode(Node):
                 return self._from_json(parse_json(s[start : end + 1] if end > start else s[start:]), wrappers)
         return self._from_dict(self._yaml(s), True, wrappers)
 
-    def _from_json(self, value: Any, wrappers: int) -> object:
+    def _from_json(self, value: object, wrappers: int) -> object:
         if isinstance(value, dict):
             return self._from_dict(value, False, wrappers)
         return self.convert(value, "", False)
@@ -238,7 +238,7 @@ class RecordNode(Node):
             f"expected a JSON object or `field: value` lines for {self.type_label}; cannot read {line[:40]!r}"
         )
 
-    def _from_dict(self, data: dict[Any, Any], text: bool, wrappers: int) -> dict[str, Any]:
+    def _from_dict(self, data: dict[Any, Any], text: bool, wrappers: int) -> dict[str, object]:
         fields = self.fields()
         if len(data) == 1:  # {"vehicle": {...}}: one key that is not a field, around the object
             ((key, inner),) = data.items()
@@ -247,10 +247,10 @@ class RecordNode(Node):
                     return self._from_dict(inner, False, self._unwrap(key, wrappers))
                 if isinstance(inner, str) and inner.strip():
                     # text parses to JSON or `key: value` lines, never an instance: a field dict
-                    unwrapped: dict[str, Any] = self._from_text(inner, self._unwrap(key, wrappers))
+                    unwrapped: dict[str, object] = self._from_text(inner, self._unwrap(key, wrappers))
                     return unwrapped
-        out: dict[str, Any] = {}
-        seen: dict[str, Any] = {}
+        out: dict[str, object] = {}
+        seen: dict[str, object] = {}
         for key, raw in data.items():
             f = self.lookup(key)
             if f is None:
@@ -275,7 +275,7 @@ class RecordNode(Node):
             raise Invalid(f"missing required field{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
         return out
 
-    def fit(self, value: Any, text: bool) -> float:
+    def fit(self, value: object, text: bool) -> float:
         if self.instance_type is not None and isinstance(value, self.instance_type):
             return 3.0
         if isinstance(value, dict):

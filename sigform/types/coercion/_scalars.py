@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
 
 from sigform.types.coercion._jsontext import parse_json
 from sigform.types.coercion._numbers import INT_TEXT, parse_decimal, parse_number
@@ -45,7 +44,7 @@ def describe_seen(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
-def unwrap_single(value: object, name: str) -> tuple[bool, Any]:
+def unwrap_single(value: object, name: str) -> tuple[bool, object]:
     """Unwrap a single value from ``{"answer": x}`` (key = field name or a wrapper word) or ``[x]``."""
     if isinstance(value, dict) and len(value) == 1:
         ((key, inner),) = value.items()
@@ -56,7 +55,7 @@ def unwrap_single(value: object, name: str) -> tuple[bool, Any]:
     return False, value
 
 
-def _scalar_text(value: str, name: str, node: Node) -> tuple[str | None, Any]:
+def _scalar_text(value: str, name: str, node: Node) -> tuple[str | None, object]:
     """Clean scalar text; when it holds a JSON wrapper (``{"value": 3}``, ``[3]``) return the inner value."""
     cleaned = clean_scalar(value, name, punctuation=True)
     if cleaned[:1] in ("{", "[") and cleaned[-1:] in ("}", "]"):
@@ -74,7 +73,7 @@ class StrNode(Node):
     """Text. Free text is stripped and a complete JSON string literal is unwrapped;
     numbers are accepted as their digits; objects, lists and booleans are errors."""
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if isinstance(value, str):
             if not text:
                 return value
@@ -106,7 +105,7 @@ class StrNode(Node):
 class BoolNode(Node):
     """``true/false/yes/no`` in any case, quoted or in backticks; nothing else."""
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if isinstance(value, bool):
             return value
         if isinstance(value, str):
@@ -139,7 +138,7 @@ class IntNode(Node):
 
     integer = True
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if type(value) is int:
             return self._finish(value)
         if isinstance(value, bool):
@@ -170,7 +169,7 @@ class IntNode(Node):
             raise Invalid(f"{value!r} is not a whole number")
         return int(value)
 
-    def _finish(self, value: int | float) -> Any:
+    def _finish(self, value: int | float) -> object:
         return value
 
     def fit(self, value: object, text: bool) -> float:
@@ -191,7 +190,7 @@ class FloatNode(IntNode):
             raise Invalid(f"{value!r} is not a finite number")
         return value
 
-    def _finish(self, value: int | float) -> Any:
+    def _finish(self, value: int | float) -> object:
         return float(value)
 
     def fit(self, value: object, text: bool) -> float:
@@ -214,7 +213,7 @@ class FloatNode(IntNode):
 class NoneNode(Node):
     """``None``: JSON null, or the words None/null (any case), or empty text."""
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if value is None:
             return None
         if isinstance(value, str):
@@ -231,7 +230,7 @@ class NoneNode(Node):
 class AnyNode(Node):
     """``Any``: parsed JSON stays as is; text that is a JSON object/list is parsed."""
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if isinstance(value, str) and text:
             s = strip_fence(value.strip())
             if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
@@ -258,7 +257,7 @@ class TextParsedNode(Node):
         super().__init__(annotation)
         self.accept_numbers = accept_numbers
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if isinstance(value, str):
             cleaned, inner = _scalar_text(value, name, self)
             if cleaned is None:
@@ -291,7 +290,7 @@ class DecimalNode(TextParsedNode):
     def __init__(self, annotation: object) -> None:
         super().__init__(annotation, accept_numbers=True)
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         out = super().convert(value, name, text)
         if isinstance(out, str):
             number = parse_decimal(out, name)
@@ -305,7 +304,7 @@ class HookNode(Node):
 
     needs_validation = False
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         try:
             return self.annotation.__sigform_coerce__(value)
         except Invalid:

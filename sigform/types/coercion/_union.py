@@ -8,8 +8,6 @@ read first for ``Optional``: JSON null or the words None/null.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import ValidationError
 
 from sigform.types.coercion._plan import Invalid, Node, adapter_for, plan_for
@@ -37,7 +35,7 @@ def pydantic_message(exc: ValidationError, limit: int = 3) -> str:
 class UnionNode(Node):
     """``Union[...]`` / ``Optional[...]`` / ``X | Y``."""
 
-    def __init__(self, annotation: object, members: tuple[Any, ...], allows_none: bool) -> None:
+    def __init__(self, annotation: object, members: tuple[object, ...], allows_none: bool) -> None:
         super().__init__(annotation)
         self.member_annotations = members
         self.allows_none = allows_none
@@ -52,7 +50,7 @@ class UnionNode(Node):
     def needs_validation(self) -> bool:  # type: ignore[override]
         return any(n.needs_validation for n in self.nodes())
 
-    def _member(self, i: int, value: object, name: str, text: bool) -> Any:
+    def _member(self, i: int, value: object, name: str, text: bool) -> object:
         node = self.nodes()[i]
         out = node.convert(value, name, text)
         if node.needs_validation:
@@ -64,7 +62,7 @@ class UnionNode(Node):
                     raise Invalid(pydantic_message(exc)) from None
         return out
 
-    def convert(self, value: object, name: str, text: bool) -> Any:
+    def convert(self, value: object, name: str, text: bool) -> object:
         if self.allows_none:
             if value is None:
                 return None
@@ -89,7 +87,7 @@ class UnionNode(Node):
         nodes = self.nodes()
         if len(nodes) == 1:
             return self._member(0, value, name, text)
-        found: list[tuple[float, int, Any]] = []
+        found: list[tuple[float, int, object]] = []
         failures: list[tuple[int, Invalid]] = []
         for i, node in enumerate(nodes):
             try:
