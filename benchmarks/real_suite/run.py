@@ -214,12 +214,17 @@ def run_interleaved(
 ) -> list[dict[str, Any]]:
     """Like :func:`run_program` for each program, but example by example, every program in turn:
     on a shared machine the load changes by the minute, and programs run one after another would
-    be timed under different loads. (Programs whose prompts share the demos' prefix also share
-    the server's prompt cache this way, as they would if run one after another.)"""
+    be timed under different loads."""
     runs: dict[str, dict[str, dict[str, Any]]] = {p: {} for p in programs}
+    order = list(programs)
     for task in tasks:
         for i, example in enumerate(examples[task.name], 1):
-            for program in programs:
+            # forth, then back: the server caches one prompt, so a program run right after one
+            # whose prompt differs pays for reading its own; this way each program follows each
+            # of its neighbours as often (``--adapter auto,auto@chat --completion``: the default
+            # and the script, whose documents are the same, each come after the chat prompt half
+            # the time)
+            for program in order:
                 one = run_program(
                     program,
                     [task],
@@ -231,6 +236,7 @@ def run_interleaved(
                 runs[program].setdefault(task.name, {"records": []})["records"] += one["tasks"][task.name][
                     "records"
                 ]
+            order.reverse()
             if i % 4 == 0:
                 log(f"  {task.name}: {i} of {len(examples[task.name])} examples")
     results = []
