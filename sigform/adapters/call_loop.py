@@ -163,7 +163,7 @@ def attempt(
     if document:  # a base model: one plain-text document (sigform.adapters.document)
         doc = adapter.document(signature, call.demos, inputs)
         messages: list[Message] = [{"role": "user", "content": doc.text}]
-        layout, prefix, stops = None, doc.prefix, doc.stop
+        layout, prefix, stops = None, doc.prefix, [doc.next_record] if doc.next_record else []
         if doc.stop and "stop" not in call.lm_kwargs and lm.supports("stop"):
             kwargs["stop"] = [*doc.stop, *(kwargs.get("stop") or ())]
     else:

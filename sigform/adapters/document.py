@@ -44,14 +44,18 @@ __all__ = ["Document", "label", "write_document"]
 
 class Document:
     """One completion-mode request: the ``text`` sent as the prompt, the answer ``prefix`` to
-    put back before reading the continuation, and the ``stop`` sequences that end the answer."""
+    put back before reading the continuation, the ``stop`` sequences sent to end the answer, and
+    ``next_record``, where the next record starts: the answer ends there whatever the server did
+    with the stops (the line's end, a stop for one-line answers, is not: a server that did not get
+    it may send a whole answer on several lines)."""
 
-    __slots__ = ("prefix", "stop", "text")
+    __slots__ = ("next_record", "prefix", "stop", "text")
 
-    def __init__(self, text: str, prefix: str, stop: list[str]) -> None:
+    def __init__(self, text: str, prefix: str, stop: list[str], next_record: str = "") -> None:
         self.text = text
         self.prefix = prefix
         self.stop = stop
+        self.next_record = next_record
 
 
 def label(view: FieldView) -> str:
@@ -104,7 +108,8 @@ def write_document(
     cue = writer.answer_label
     cue = f"{cue} {prefix}".strip(" ") if cue else prefix
     parts.append(f"{_input_lines(writer, plain, inputs)}\n{cue}")
-    stop = [f"\n\n{label(plain[0])}:"] if plain else []
+    next_record = f"\n\n{label(plain[0])}:" if plain else ""
+    stop = [next_record] if next_record else []
     if writer.one_line_answer and records:
         stop = ["\n"]  # the records' answers are one line each: the line's end is the answer's
-    return Document("\n\n".join(p for p in parts if p), prefix, stop)
+    return Document("\n\n".join(p for p in parts if p), prefix, stop, next_record)

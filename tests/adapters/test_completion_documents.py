@@ -191,3 +191,15 @@ def test_an_unreadable_free_answer_is_asked_again_under_the_constraint() -> None
     assert "response_format" not in free.kwargs
     assert constrained.kwargs["response_format"]["type"] == "json_schema"
     assert constrained.messages == free.messages  # the same document: the server's prompt cache holds
+
+
+def test_an_answer_on_several_lines_is_read_when_the_server_did_not_stop_it() -> None:
+    # the line's end is sent as the stop after one-line demo answers; a server that ignores it (or
+    # a request with the caller's own stops) sends the whole answer, which was cut at its first
+    # line and refused ("cut off in the middle of an object"), then asked again
+    pretty = " {\n  " + RECORD.replace(", ", ",\n  ") + "\n}"
+    for options in ({}, {"stop": ["###"]}):
+        lm = ScriptedLM([pretty, pretty], model_type="text")
+        pred = sf.Predict(Invoice, lm=lm, demos=DEMOS, adapter=sf.JSONAdapter(), **options)(text=NEW)
+        assert {k: pred[k] for k in WANT} == WANT
+        assert len(lm.calls) == 1
