@@ -111,12 +111,14 @@ class Credential:
             self._cached = value._cached if value.kind == "cmd" else None
         elif callable(value):
             self.kind, self.source, self._value = "callable", getattr(value, "__name__", "callable"), value
-        elif isinstance(value, str) and value.startswith("env:"):
-            self.kind, self.source = "env", value[4:].strip()
+        # a reference read from a config file may keep a blank before it (" env:KEY"): it was sent
+        # as a literal key; saved programs and sigform.ray already read it as a reference
+        elif isinstance(value, str) and value.lstrip().startswith("env:"):
+            self.kind, self.source = "env", value.lstrip()[4:].strip()
             if not self.source:
                 raise CredentialError(f"{name}: 'env:' needs a variable name")
-        elif isinstance(value, str) and value.startswith("cmd:"):
-            self.kind, self.source = "cmd", value[4:].strip()
+        elif isinstance(value, str) and value.lstrip().startswith("cmd:"):
+            self.kind, self.source = "cmd", value.lstrip()[4:].strip()
             if not self.source:
                 raise CredentialError(f"{name}: 'cmd:' needs a command")
         elif isinstance(value, str) and _ENV_NAME.match(value) and value in os.environ:

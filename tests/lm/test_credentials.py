@@ -263,3 +263,14 @@ def test_a_percent_encoded_or_bearer_query_credential_is_one_too(url: str, tmp_p
     assert "hunter" not in repr(lm)
     saved = sf.Predict("q -> a", lm=lm).save(tmp_path / "program.json")
     assert "hunter" not in saved.read_text()
+
+
+def test_a_reference_with_a_blank_before_it_is_still_a_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    # " env:KEY" (a YAML value, a joined string) was a literal: the text " env:KEY" went out as
+    # the key (a 401 from every call; sigform.ray's credentials= and saved programs strip it)
+    monkeypatch.setenv("SIGFORM_TEST_KEY", "sk-from-env")
+    for value in (" env:SIGFORM_TEST_KEY", "\tenv:SIGFORM_TEST_KEY"):
+        credential = Credential("api_key", value, secret=True)
+        assert (credential.kind, credential.source) == ("env", "SIGFORM_TEST_KEY")
+        assert credential.get() == "sk-from-env"
+    assert Credential("api_key", "  cmd: echo sk-cmd", secret=True).get() == "sk-cmd"
