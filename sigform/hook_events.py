@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sigform.errors import SigformError
 
 if TYPE_CHECKING:
-    from sigform.lm.interface import Completion, Usage
+    from sigform.lm.interface import Completion, LMProtocol, Usage
+    from sigform.message import Message
 
 __all__ = [
     "ErrorEvent",
@@ -72,11 +73,11 @@ class Event:
 class LMEvent(Event):
     """What every LM call event says: the LM, its model and provider, the request."""
 
-    lm: Any
+    lm: LMProtocol
     model: str
     provider: str | None
-    messages: list[dict[str, Any]]
-    params: dict[str, Any]
+    messages: list[Message]
+    params: dict[str, object]
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -114,8 +115,8 @@ class FormatEvent(Event):
 
     name: ClassVar[str] = "format"
     adapter: str
-    signature: Any
-    messages: list[dict[str, Any]]
+    signature: object  # the signature class (or the view native tool calling builds)
+    messages: list[Message]
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -124,9 +125,9 @@ class ParseEvent(Event):
 
     name: ClassVar[str] = "parse"
     adapter: str
-    signature: Any
+    signature: object
     completion: str
-    values: dict[str, Any] | None = None
+    values: dict[str, object] | None = None
     error: BaseException | None = None
 
 
@@ -139,10 +140,10 @@ class ToolEvent(Event):
     tool: str
     call_id: str | None
     step: int
-    arguments: Any
-    args: dict[str, Any] | None = None
+    arguments: object  # as the model sent them: JSON text or an object
+    args: dict[str, object] | None = None
     description: str | None = None
-    result: Any = None  # a sigform.tools.ToolResult once the call finished
+    result: object = None  # a sigform.tools.ToolResult once the call finished
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -150,10 +151,10 @@ class ModuleStartEvent(Event):
     """A program (module) starts."""
 
     name: ClassVar[str] = "module_start"
-    module: Any
+    module: object
     call_id: int
-    args: tuple[Any, ...]
-    inputs: dict[str, Any]
+    args: tuple[object, ...]
+    inputs: dict[str, object]
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -161,9 +162,9 @@ class ModuleEndEvent(Event):
     """A program returned (``outputs``) or raised (``error``)."""
 
     name: ClassVar[str] = "module_end"
-    module: Any
+    module: object
     call_id: int
-    outputs: Any
+    outputs: object
     error: BaseException | None
 
 
