@@ -25,6 +25,7 @@ from sigform.adapters.call_plan import PlannedCall, ResponseFormats
 from sigform.adapters.chat_scan import neutralise_markers
 from sigform.adapters.fields import FieldView, SigCache, field_views
 from sigform.errors import BadRequestError, ProviderError
+from sigform.jsonvalue import JSONObject
 from sigform.lm import capabilities
 from sigform.lm.capabilities import MODES
 from sigform.lm.interface import Completion, LMProtocol
@@ -82,11 +83,12 @@ class JSONAdapter(Adapter):
 
     def system_context(self, signature: type[Signature], outputs: Any) -> dict[str, Any]:
         from sigform.types import json_schema
+        from sigform.types.schema import take_defs
 
         properties = {v.name: json_schema(v.validation_annotation) for v in outputs}
-        defs: dict[str, Any] = {}
+        defs: JSONObject = {}
         for prop in properties.values():
-            defs.update(prop.pop("$defs", {}))
+            defs.update(take_defs(prop))
         schema: dict[str, object] = {
             "type": "object",
             "properties": properties,

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Mapping
 from typing import Any
 
-from sigform.jsonvalue import JSON, JSONObject
+from sigform.jsonvalue import JSON, JSONObject, json_array, json_object
 from sigform.probes import probe
 from sigform.types.inspection import cache_key, split_optional, strip_annotated
 
 __all__ = ["json_schema", "strict_json_schema"]
 
-_CACHE: dict[object, tuple[dict[str, object], object]] = {}
+_CACHE: dict[object, tuple[JSONObject, object]] = {}
 _LOCK = threading.Lock()
 _MAX_CACHE = 4096  # keyed by annotations, which programs may build per call (Literal of user values)
 _DATA_KEYWORDS = frozenset({"default", "enum", "const", "examples"})  # values here are data, not schemas
@@ -52,7 +53,7 @@ _STRICT_DROP = frozenset(
 )
 
 
-def json_schema(annotation: object) -> dict[str, Any]:
+def json_schema(annotation: object) -> JSONObject:
     """The compact JSON schema of ``annotation`` (a fresh copy of the cached schema)."""
     key = cache_key(annotation)
     hit = _CACHE.get(key)
@@ -67,7 +68,12 @@ def json_schema(annotation: object) -> dict[str, Any]:
     return copy.deepcopy(hit[0])
 
 
-def _build(annotation: Any) -> dict[str, object]:
+def take_defs(schema: JSONObject) -> JSONObject:
+    """The ``$defs`` of ``schema`` (``{}`` when it has none), removed from it."""
+    return json_object(schema.pop("$defs", None), "$defs")
+
+
+def _build(annotation: Any) -> JSONObject:  # Any: handed to pydantic's TypeAdapter
     from pydantic import TypeAdapter
 
     raw = probe(f"JSON schema of {annotation!r}", TypeAdapter(annotation).json_schema, None)
@@ -78,8 +84,8 @@ def _build(annotation: Any) -> dict[str, object]:
     return _compact(raw)
 
 
-def _compact(schema: dict[str, Any]) -> dict[str, Any]:
-    defs: dict[str, Any] = schema.pop("$defs", {})
+def _compact(schema: JSONObject) -> JSONObject:
+    defs = take_defs(schema)
     recursive = _recursive_defs(defs)
     needed: dict[str, object] = {}
 
@@ -93,7 +99,7 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             name = ref[len("#/$defs/") :]
             if name in defs and name not in recursive and name not in stack:
-                inlined = walk_object(defs[name], (*stack, name))
+                inlined = walk_object(json_object(defs[name], name), (*stack, name))
                 extra = {k: walk(v, stack) for k, v in node.items() if k != "$ref" and k != "title"}
                 return _order({**inlined, **extra})
             needed.setdefault(name, None)
@@ -114,7 +120,7 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
     while len(done) < len(needed):
         for name in list(needed):
             if name not in done:
-                done[name] = walk_object(defs[name], (name,))
+                done[name] = walk_object(json_object(defs[name], name), (name,))
     if done:
         result["$defs"] = done
     return result
@@ -132,7 +138,7 @@ def _refs(node: object) -> set[str]:
     return out
 
 
-def _recursive_defs(defs: dict[str, object]) -> set[str]:
+def _recursive_defs(defs: JSONObject) -> set[str]:
     """Names of definitions that reach themselves through references (they must stay $refs)."""
     direct = {name: _refs(d) for name, d in defs.items()}
     out = set()
@@ -156,25 +162,25 @@ def _order(node: JSONObject) -> JSONObject:
     return out
 
 
-def strict_json_schema(fields: dict[str, Any]) -> dict[str, Any]:
+def strict_json_schema(fields: Mapping[str, object]) -> JSONObject:
     """An object schema over output ``fields`` ({name: annotation}) valid for strict mode.
 
     Every object is closed and lists all its properties as required; optional properties are
     nullable; open ``dict[K, V]`` fields are arrays of ``{"key", "value"}`` objects (coerce
     reads them back into dicts). Properties follow the order of ``fields``.
     """
-    defs: dict[str, object] = {}
-    props: dict[str, object] = {}
+    defs: JSONObject = {}
+    props: JSONObject = {}
     for name, annotation in fields.items():
         schema = json_schema(annotation)
-        defs.update(schema.pop("$defs", {}))
-        strict = _strict(schema)
+        defs.update(take_defs(schema))
+        strict = _strict_object(schema)
         _, nullable = split_optional(strip_annotated(annotation)[0])
         props[name] = _nullable(strict) if nullable else strict
-    result: dict[str, object] = {
+    result: JSONObject = {
         "type": "object",
         "properties": props,
-        "required": list(props),
+        "required": [*props],
         "additionalProperties": False,
     }
     if defs:
@@ -182,32 +188,35 @@ def strict_json_schema(fields: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-_ANY_JSON: dict[str, object] = {
+_ANY_JSON: JSONObject = {
     "anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
 }
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, object]:
-    variants = schema.get("anyOf", [schema])
-    if any(v.get("type") == "null" for v in variants):
+def _nullable(schema: JSONObject) -> JSONObject:
+    variants = json_array(schema["anyOf"], "anyOf") if "anyOf" in schema else [schema]
+    if any(json_object(v, "anyOf").get("type") == "null" for v in variants):
         return schema
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _strict(node: object) -> Any:
+def _strict(node: JSON) -> JSON:
     if isinstance(node, list):
         return [_strict(v) for v in node]
-    if not isinstance(node, dict):
-        return node
+    return _strict_object(node) if isinstance(node, dict) else node
+
+
+def _strict_object(node: JSONObject) -> JSONObject:
     if not node or set(node) <= {"description"}:
-        return {**copy.deepcopy(_ANY_JSON), **node}  # Any: strict mode needs a concrete type
-    if "allOf" in node and len(node["allOf"]) == 1:
+        return {**copy.deepcopy(_ANY_JSON), **node}  # any value: strict mode needs a concrete type
+    all_of = node.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1:
         rest = {k: v for k, v in node.items() if k != "allOf"}
-        return _strict({**node["allOf"][0], **rest})
+        return _strict_object({**json_object(all_of[0], "allOf"), **rest})
     out = {k: v for k, v in node.items() if k not in _STRICT_DROP}
     if "prefixItems" in node:
-        members: list[object] = []
-        for m in node["prefixItems"]:
+        members: list[JSON] = []
+        for m in json_array(node["prefixItems"], "prefixItems"):
             if m not in members:
                 members.append(m)
         out["items"] = members[0] if len(members) == 1 else {"anyOf": members}
@@ -215,18 +224,18 @@ def _strict(node: object) -> Any:
     if is_object and "properties" not in node:
         # an open dict: strict mode cannot say "any keys", so ask for [{key, value}, ...]
         value = node.get("additionalProperties")
-        value_schema = _strict(value) if isinstance(value, dict) else copy.deepcopy(_ANY_JSON)
-        keys = node.get("propertyNames", {"type": "string"})
-        pair = {
+        value_schema = _strict_object(value) if isinstance(value, dict) else copy.deepcopy(_ANY_JSON)
+        keys = json_object(node.get("propertyNames", {"type": "string"}), "propertyNames")
+        pair: JSONObject = {
             "type": "object",
             "properties": {
-                "key": _strict({**keys, "type": keys.get("type", "string")}),
+                "key": _strict_object({**keys, "type": keys.get("type", "string")}),
                 "value": value_schema,
             },
             "required": ["key", "value"],
             "additionalProperties": False,
         }
-        array = {"type": "array", "items": pair}
+        array: JSONObject = {"type": "array", "items": pair}
         if "description" in node:
             array["description"] = node["description"]
         return array
@@ -238,9 +247,11 @@ def _strict(node: object) -> Any:
         elif isinstance(v, (dict, list)):
             out[k] = _strict(v)
     if is_object:
-        required = set(node.get("required", []))
-        props = out["properties"]
-        out["properties"] = {k: (v if k in required else _nullable(v)) for k, v in props.items()}
-        out["required"] = list(props)
+        required = set(json_array(node.get("required"), "required"))
+        props = json_object(out["properties"], "properties")
+        out["properties"] = {
+            k: (v if k in required else _nullable(json_object(v, k))) for k, v in props.items()
+        }
+        out["required"] = [*props]
         out["additionalProperties"] = False
     return out

@@ -14,7 +14,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sigform.types.schema import json_schema
+from sigform.jsonvalue import json_object
+from sigform.types.schema import json_schema, take_defs
 
 __all__ = ["object_shape", "schema_shape", "type_shape"]
 
@@ -41,7 +42,7 @@ _MAX_DEPTH = 8
 def type_shape(annotation: object) -> str:
     """The shape of ``annotation`` (see the module docstring)."""
     schema = json_schema(annotation)
-    return schema_shape(schema, schema.get("$defs", {}))
+    return schema_shape(schema, json_object(schema.get("$defs"), "$defs"))
 
 
 def object_shape(fields: Sequence[tuple[str, object, str]]) -> str:
@@ -50,7 +51,7 @@ def object_shape(fields: Sequence[tuple[str, object, str]]) -> str:
     props: dict[str, object] = {}
     for name, annotation, desc in fields:
         schema = json_schema(annotation)
-        defs.update(schema.pop("$defs", {}))
+        defs.update(take_defs(schema))
         if desc and "description" not in schema:
             schema["description"] = desc
         props[name] = schema
