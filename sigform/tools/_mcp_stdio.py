@@ -22,10 +22,14 @@ import subprocess
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sigform import runtime
 from sigform.tools.process import end_process, end_process_now, spawn
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from mcp.shared.message import SessionMessage
 
 __all__ = ["StdioServer"]
 
@@ -72,7 +76,11 @@ class StdioServer:
             end_process_now(self.proc)
 
     @asynccontextmanager
-    async def open(self) -> AsyncIterator[tuple[object, object]]:
+    async def open(
+        self,
+    ) -> AsyncIterator[
+        tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+    ]:
         import anyio
         from mcp.shared.message import SessionMessage
 
@@ -80,7 +88,7 @@ class StdioServer:
         pipe = proc.stdin.transport.get_extra_info("pipe") if proc.stdin is not None else None
         self.stdin_fd = pipe.fileno() if pipe is not None else None
         _started.add(self)
-        read_send, read_recv = anyio.create_memory_object_stream[Any](0)
+        read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
         try:
             async with anyio.create_task_group() as tasks:
@@ -99,7 +107,7 @@ class StdioServer:
             if proc.returncode is None:  # a cancellation got in before the shielded stop
                 end_process_now(proc)
 
-    async def _read_stdout(self, send: Any) -> None:
+    async def _read_stdout(self, send: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
         import anyio
         import mcp_types
         from mcp.shared.message import SessionMessage
@@ -116,7 +124,7 @@ class StdioServer:
                         del buffer[: end + 1]
                         if not line.strip():
                             continue
-                        message: object
+                        message: SessionMessage | Exception
                         try:
                             message = SessionMessage(
                                 mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -132,7 +140,11 @@ class StdioServer:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass  # the session went away (closed streams) or the pipe broke: nothing is left to tell
 
-    async def _write_stdin(self, receive: Any, read_send: Any) -> None:
+    async def _write_stdin(
+        self,
+        receive: MemoryObjectReceiveStream[SessionMessage],
+        read_send: MemoryObjectSendStream[SessionMessage | Exception],
+    ) -> None:
         stdin = self.proc.stdin  # type: ignore[union-attr]
         assert stdin is not None
         try:
@@ -185,7 +197,7 @@ _ANSWER_ID = re.compile(
 )
 
 
-def _unreadable_answer(line: bytes, exc: ValueError) -> object:
+def _unreadable_answer(line: bytes, exc: ValueError) -> SessionMessage | None:
     """An answer to a request that cannot be read (a result nested 300 deep, a field of the
     wrong type) as an error answer to that request, so the caller fails at once with the reason
     instead of at its timeout; None when the line names no request it answers."""

@@ -43,8 +43,8 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -56,6 +56,12 @@ from sigform.tools.display import escape_controls
 from sigform.tools.result import ToolResult
 from sigform.tools.tool import ApprovalRule, Hook, Tool
 
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp_types import Tool as ToolSpec
+
+    from sigform.tools._mcp_stdio import StdioServer
+
 __all__ = ["MCPClient", "MCPServerError", "MCPTool"]
 
 logger = logging.getLogger("sigform.tools")
@@ -63,6 +69,7 @@ logger = logging.getLogger("sigform.tools")
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_DESCRIPTION = 4000  # characters of a server's tool description the model reads
 _STOP_WAIT = 10.0  # seconds close() waits for the connection to wind down
+_T = TypeVar("_T")
 
 
 class _AnyArguments(BaseModel):
@@ -84,18 +91,20 @@ class _Connection:
     """The live part of a client: the transport and SDK session, run as one task on sigform's
     background loop. Holds no reference to the :class:`MCPClient`, so a finalizer can end it."""
 
-    def __init__(self, label: str, stdio: Any, http: tuple[str, Mapping[str, object]] | None) -> None:
+    def __init__(
+        self, label: str, stdio: StdioServer | None, http: tuple[str, Mapping[str, object]] | None
+    ) -> None:
         self.label = label
-        self.stdio = stdio  # a _mcp_stdio.StdioServer, or None for HTTP
+        self.stdio = stdio  # None for HTTP
         self.http = http
         self.owner = os.getpid()
         self.lock = threading.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready: concurrent.futures.Future[None] | None = None
         self.stopping: asyncio.Event | None = None
-        self.task: asyncio.Task[Any] | None = None
+        self.task: asyncio.Task[object] | None = None
         self.done: concurrent.futures.Future[None] | None = None
-        self.session: Any = None
+        self.session: ClientSession | None = None
         self.closed = False
         self.malformed: str | None = None  # the last message from the server that could not be read
 
@@ -144,7 +153,7 @@ class _Connection:
                 f"{os.getpid()}) cannot use it: open a new MCPClient in the child"
             )
 
-    async def on_loop(self, make: Callable[[], Any]) -> object:
+    async def on_loop(self, make: Callable[[], Coroutine[object, object, _T]]) -> _T:
         """Run the coroutine ``make()`` on the connection's loop and await it from this one
         (cancelling the caller cancels it)."""
         self._check_owner()
@@ -221,10 +230,12 @@ class _Connection:
             return f"the server {how} ({text}){shown}"
         return text
 
-    async def request(self, what: str, make: Callable[[Any], Any], timeout: float) -> Any:
+    async def request(
+        self, what: str, make: Callable[[ClientSession], Awaitable[_T]], timeout: float
+    ) -> _T:
         """Send one request (``make(session)``) and wait at most ``timeout`` seconds for it."""
 
-        async def go() -> object:
+        async def go() -> _T:
             session = self.session
             if session is None:
                 why = "was closed" if self.closed else "is not running"
@@ -251,7 +262,7 @@ class _Connection:
         return await self.on_loop(go)
 
 
-async def _settled(future: concurrent.futures.Future[Any] | None, timeout: float) -> bool:
+async def _settled(future: concurrent.futures.Future[None] | None, timeout: float) -> bool:
     """Wait up to ``timeout`` for a future of the connection's loop, from any loop; never cancels
     it, and never leaves an exception unretrieved."""
     if future is None:
@@ -325,7 +336,7 @@ class MCPClient:
         self,
         *,
         _label: str,
-        _stdio: object = None,
+        _stdio: StdioServer | None = None,
         _http: tuple[str, Mapping[str, object]] | None = None,
         name: str,
         requires_approval: bool | Collection[str] | Callable[[Tool, dict[str, Any]], object] = False,
@@ -482,8 +493,8 @@ class MCPClient:
         if self._tools is None:
             await self.astart()
 
-            async def list_all(session: Any) -> list[object]:
-                found: list[object] = []
+            async def list_all(session: ClientSession) -> list[ToolSpec]:
+                found: list[ToolSpec] = []
                 cursor: str | None = None
                 while True:
                     if cursor is None:
@@ -505,7 +516,7 @@ class MCPClient:
         """Synchronous :meth:`atools`."""
         return run_sync(self.atools)
 
-    def _make_tools(self, specs: Sequence[Any]) -> list[MCPTool]:
+    def _make_tools(self, specs: Sequence[ToolSpec]) -> list[MCPTool]:
         rule = self.requires_approval
         names = {spec.name for spec in specs}
         if isinstance(rule, Collection) and not isinstance(rule, (bool, str)):
@@ -563,7 +574,7 @@ class MCPTool(Tool):
     def __init__(
         self,
         client: MCPClient,
-        spec: Any,
+        spec: ToolSpec,
         *,
         requires_approval: ApprovalRule = False,
         **options: Any,
