@@ -36,6 +36,7 @@ from sigform.settings import context, get_setting
 if TYPE_CHECKING:
     from sigform.predict.batch import Failure
     from sigform.predict.executors import Executor
+    from sigform.predict.persistence import ProgramState
     from sigform.predict.predict import Predict
     from sigform.signatures.prediction import Prediction
 
@@ -225,7 +226,7 @@ class Module:
         return new
 
     # -- state ------------------------------------------------------------------------------------
-    def dump_state(self) -> dict[str, object]:
+    def dump_state(self) -> ProgramState:
         """JSON-ready state of every predictor (see :mod:`sigform.predict.persistence`)."""
         from sigform.predict.persistence import dump_program
 

@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sigform.errors import ProgramStateError, SignatureError
 from sigform.lm.saved_state import request_options
@@ -37,14 +37,56 @@ from sigform.predict.example import Example, as_example
 from sigform.probes import probe
 
 if TYPE_CHECKING:
+    from typing_extensions import NotRequired  # typing's own from Python 3.11
+
     from sigform.predict.module import Module
     from sigform.predict.predict import Predict
     from sigform.signatures.prediction import Prediction
+    from sigform.signatures.state import SignatureState
 
-__all__ = ["FORMAT", "VERSION", "ProgramStateError", "dump_program", "load_program", "save_program"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "DemoState",
+    "PredictorState",
+    "ProgramState",
+    "ProgramStateError",
+    "dump_program",
+    "load_program",
+    "save_program",
+]
 
 FORMAT = "sigform.program"
 VERSION = 1
+
+
+class DemoState(TypedDict):
+    """One saved demo: its values (as JSON) and which keys are inputs (None: not marked)."""
+
+    values: object
+    inputs: list[str] | None
+
+
+class PredictorState(TypedDict):
+    """One predictor's saved state, as :func:`dump_program` writes it."""
+
+    type: str
+    signature: SignatureState
+    demos: list[DemoState]
+    config: dict[str, object]
+    lm: dict[str, object] | None
+    native_reasoning: NotRequired[bool]
+    demo_selector: NotRequired[dict[str, object]]
+
+
+class ProgramState(TypedDict):
+    """A program's saved state, as :func:`dump_program` writes it (a file is read as any mapping
+    and checked where it is read: see :func:`load_program`)."""
+
+    format: str
+    version: int
+    program: str
+    predictors: dict[str, PredictorState]
 
 
 def _jsonable(value: object, where: str) -> object:
@@ -88,7 +130,7 @@ def public_options(config: Mapping[str, object]) -> dict[str, object]:
 _HEADER_OPTIONS = frozenset({"headers", "extra_headers"})
 
 
-def _demos_state(demos: Any, where: str) -> list[dict[str, object]]:
+def _demos_state(demos: Any, where: str) -> list[DemoState]:
     return [
         {
             "values": _jsonable(demo.to_dict(), f"{where}[{i}]"),
@@ -119,9 +161,9 @@ def _restore_selector(
     return load(entry, pool, where, restore_lm, api_key)
 
 
-def predictor_state(name: str, predictor: Predict[..., Prediction]) -> dict[str, object]:
+def predictor_state(name: str, predictor: Predict[..., Prediction]) -> PredictorState:
     """JSON-ready state of one predictor."""
-    state: dict[str, object] = {
+    state: PredictorState = {
         "type": type(predictor).__name__,
         "signature": predictor.signature.dump_state(),
         "demos": _demos_state(predictor.demos, f"{name}.demos"),
@@ -136,7 +178,7 @@ def predictor_state(name: str, predictor: Predict[..., Prediction]) -> dict[str,
     return state
 
 
-def dump_program(program: Module) -> dict[str, Any]:
+def dump_program(program: Module) -> ProgramState:
     """JSON-ready state of every predictor in ``program``."""
     return {
         "format": FORMAT,

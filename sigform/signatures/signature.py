@@ -21,6 +21,9 @@ from sigform.signatures.fields import FieldDecl, FieldSpec, InputField, OutputFi
 from sigform.signatures.parsing import parse_signature_string
 from sigform.signatures.prediction import Prediction
 
+if TYPE_CHECKING:
+    from sigform.signatures.state import SignatureState
+
 if sys.version_info >= (3, 11):
     from typing import dataclass_transform
 else:  # pragma: no cover - Python 3.10
@@ -251,7 +254,7 @@ class SignatureMeta(type):
         return bool(cls == other)
 
     # ---- state ----------------------------------------------------------------------------------
-    def dump_state(cls) -> dict[str, object]:
+    def dump_state(cls) -> SignatureState:
         """JSON-ready state: instructions and, per field, name, kind, type string, desc, constraints."""
         from sigform.signatures.state import dump_state
 

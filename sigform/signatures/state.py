@@ -3,19 +3,47 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sigform.errors import SignatureError
 
 if TYPE_CHECKING:
+    from sigform.signatures.fields import FieldKind
     from sigform.signatures.signature import DynamicSignature, SignatureMeta
 
-__all__ = ["STATE_VERSION", "dump_state", "load_state", "signature_from_state"]
+__all__ = [
+    "STATE_VERSION",
+    "FieldState",
+    "SignatureState",
+    "dump_state",
+    "load_state",
+    "signature_from_state",
+]
 
 STATE_VERSION = 1
 
 
-def dump_state(sig: SignatureMeta) -> dict[str, Any]:
+class FieldState(TypedDict):
+    """One field of a saved signature."""
+
+    name: str
+    kind: FieldKind
+    type: str  # the annotation's name, resolved again on loading
+    desc: str
+    constraints: dict[str, object]
+
+
+class SignatureState(TypedDict):
+    """A signature's saved state, as :func:`dump_state` writes it (a saved file is read as any
+    mapping, checked where it is read)."""
+
+    version: int
+    instructions: str
+    explicit_instructions: bool
+    fields: list[FieldState]
+
+
+def dump_state(sig: SignatureMeta) -> SignatureState:
     """Instructions plus, per field: name, kind, type string, description and constraints."""
     from sigform.types import type_name
 
