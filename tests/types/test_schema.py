@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Optional
 
+import pytest
 from pydantic import BaseModel, Field
 
+from sigform.jsonvalue import json_array, json_object
 from sigform.types import coerce, json_schema, strict_json_schema
+from sigform.types.schema import take_defs
 
 
 class Inner(BaseModel):
@@ -91,3 +94,20 @@ def test_strict_dict_form_reads_back() -> None:
     data = {"name": "x", "inner": None, "counts": [{"key": "a", "value": 2}], "pair": [3, "b"]}
     assert coerce(data, Outer) == Outer(name="x", counts={"a": 2}, pair=(3, "b"))
     assert coerce({"value": 1, "children": None}, Tree) == Tree(value=1)
+
+
+def test_json_readers_read_a_part_or_name_what_they_found() -> None:
+    assert json_object(None) == {} and json_array(None) == []
+    part = {"type": "string"}
+    assert json_object(part) is part
+    with pytest.raises(TypeError, match=r"\$defs: expected a JSON object, got list"):
+        json_object([1], "$defs")
+    with pytest.raises(TypeError, match="required: expected a JSON array, got str"):
+        json_array("name", "required")
+
+
+def test_take_defs_removes_a_schemas_defs() -> None:
+    schema = json_schema(Tree)
+    defs = take_defs(schema)
+    assert "Tree" in defs and "$defs" not in schema
+    assert take_defs(schema) == {}
