@@ -262,7 +262,10 @@ async def _within(answer: Any, seconds: float, url: str) -> Any:
     """``await answer``, given up after ``seconds`` (aiohttp's timeouts are per read: a server
     sending its headers a byte at a time held a call for as long as it liked)."""
     try:
-        return await asyncio.wait_for(answer, seconds)
+        if not hasattr(asyncio, "timeout"):  # Python 3.10
+            return await asyncio.wait_for(answer, seconds)
+        async with asyncio.timeout(seconds):  # no task of its own, unlike wait_for
+            return await answer
     except (asyncio.TimeoutError, TimeoutError) as exc:
         if isinstance(exc, TransportError):
             raise
