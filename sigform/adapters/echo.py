@@ -33,6 +33,8 @@ _MIN_LENGTH = 4
 
 def _forms(value: object) -> set[str]:
     if isinstance(value, str):
+        if not any(m in value for m in _MARKERS):
+            return set()  # escaping (JSON, XML) adds no marker: no form of it has one either
         text = value.strip()
         forms = {text, json.dumps(text, ensure_ascii=False)[1:-1], escape_text(text)}
     else:

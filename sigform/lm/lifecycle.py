@@ -87,7 +87,22 @@ class Call:
         """Emit the ``request`` event (it may veto the call or add headers); return the cached
         completions on a cache hit, else None."""
         req = self.request
-        # hooks see credential headers masked; only what they add or change is sent
+        if hooks.active_callbacks(self.lm.options.callbacks):  # else nobody listens: no event to build
+            self._request_event(req)
+        if self.key is None:
+            return None
+        cache = get_cache()
+        self.key = scoped_key(self.key, req, cache)  # after the hooks: their headers count too
+        if self.key is None:
+            return None
+        hit = cache.get(self.key)
+        if hit is None:
+            return None
+        return [replace(c, usage=replace(c.usage, cache_hit=True)) for c in hit]
+
+    def _request_event(self, req: Request) -> None:
+        """The ``request`` event; headers a hook adds or changes go into ``req``. Hooks see
+        credential headers masked; only what they add or change is sent."""
         shown = {k: "***" if is_secret_header(k) else v for k, v in req.headers.items()}
         event = hooks.emit(
             "request",
@@ -105,16 +120,6 @@ class Call:
             added = {k: v for k, v in event.headers.items() if shown.get(k) != v}
             if added:
                 req.headers = {**req.headers, **added}
-        if self.key is None:
-            return None
-        cache = get_cache()
-        self.key = scoped_key(self.key, req, cache)  # after the hooks: their headers count too
-        if self.key is None:
-            return None
-        hit = cache.get(self.key)
-        if hit is None:
-            return None
-        return [replace(c, usage=replace(c.usage, cache_hit=True)) for c in hit]
 
     def run(self) -> list[Completion]:
         """The whole plain call: :meth:`before`, the ``n`` completions sent (with retries), then
@@ -262,11 +267,11 @@ def _merge(parts: list[tuple[list[Completion], Usage]], n: int, label: str) -> l
     completions = [c for comps, _ in parts for c in comps][:n]
     if not completions:
         raise ProviderError(f"{label}: the provider returned no choices", model=label)
+    if len(parts) == 1:
+        return completions
     total = Usage()
     for _, usage in parts:
         total = total + usage
-    if len(parts) == 1:
-        return completions
     return [replace(c, usage=total) for c in completions]
 
 

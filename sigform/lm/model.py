@@ -307,7 +307,7 @@ class LM:
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         elif not isinstance(messages, list) or not all(
-            isinstance(m, Mapping) and "role" in m for m in messages
+            isinstance(m, (dict, Mapping)) and "role" in m for m in messages
         ):
             raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts (or a string)")
         if kwargs:  # before credentials are taken out: `max_token` is a secret's name
@@ -367,8 +367,8 @@ class LM:
         key = None
         if use_cache:
             keyed = request.with_n(n)
-            if route.refresh is not None:
-                keyed.api_base = None  # a moving endpoint (local server port) is not its identity
+            if route.refresh is not None:  # a moving endpoint (local server port) is not its identity
+                keyed = replace(keyed, api_base=None)
             key = cache_key(keyed, rollout_id=rollout_id)
         policy = _policy(num_retries, options.retry_delay)
         route = limited_route(route, limiter_of(self))  # each request attempt waits for the limit

@@ -77,7 +77,10 @@ class Request:
         return out
 
     def with_n(self, n: int | None) -> Request:
-        """A copy asking for ``n`` candidates (``None`` removes the setting)."""
+        """This request asking for ``n`` candidates (``None`` removes the setting): itself when
+        that changes nothing, else a copy."""
+        if (n is None or n == 1) and "n" not in self.params:
+            return self
         params = dict(self.params)
         if n is None or n == 1:
             params.pop("n", None)

@@ -35,6 +35,8 @@ __all__ = [
     "text_of",
 ]
 
+_OBJECT = (dict, Mapping)  # a JSON object: a dict, tested first (no ABC machinery on the common case)
+
 
 def parse_body(content: bytes | str) -> dict[str, Any]:
     """A response body as a JSON object, or :class:`MalformedResponseError` (never a raw
@@ -143,7 +145,9 @@ def reasoning_of(message: Mapping[str, object]) -> str | None:
     """The reasoning text of a message or delta, if the provider sent any."""
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)
-        if isinstance(value, str) and value:
+        if not value:
+            continue
+        if isinstance(value, str):
             return value
         if isinstance(value, Mapping):  # {"summary": ...} or {"text": ...}
             text = value.get("text") or value.get("summary")
@@ -160,11 +164,11 @@ def parse_usage(usage: Mapping[str, object] | None, cost: float | None = None) -
     """A :class:`Usage` from an OpenAI-shaped ``usage`` object (missing fields count 0)."""
     if not usage:
         return Usage(cost=cost)
-    if not isinstance(usage, Mapping):
+    if not isinstance(usage, _OBJECT):
         raise MalformedResponseError(f"usage is a {type(usage).__name__}, not an object")
     completion_details = usage.get("completion_tokens_details") or {}
     prompt_details = usage.get("prompt_tokens_details") or {}
-    if not isinstance(completion_details, Mapping) or not isinstance(prompt_details, Mapping):
+    if not isinstance(completion_details, _OBJECT) or not isinstance(prompt_details, _OBJECT):
         raise MalformedResponseError("usage token details are not objects")
     cached = prompt_details.get("cached_tokens") or usage.get("cache_read_input_tokens")
     return Usage(
@@ -210,10 +214,10 @@ def parse_choices(
 ) -> list[Completion]:
     """One :class:`Completion` per choice, in choice order, each carrying the request ``usage``
     (:class:`MalformedResponseError` for a body that is not a chat completion)."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, _OBJECT):
         raise MalformedResponseError(f"the response is a {type(body).__name__}, not an object")
     choices = body.get("choices") or []
-    if not isinstance(choices, list) or not all(isinstance(c, Mapping) for c in choices):
+    if not isinstance(choices, list) or not all(isinstance(c, _OBJECT) for c in choices):
         raise MalformedResponseError(f"choices is not a list of objects: {str(choices)[:60]!r}")
     if not all(isinstance(c.get("index") or 0, int) for c in choices):
         raise MalformedResponseError("a choice index is not a number")
@@ -221,12 +225,12 @@ def parse_choices(
     out = []
     for choice in choices:
         message = choice.get("message") or {}
-        if not isinstance(message, Mapping):
+        if not isinstance(message, _OBJECT):
             raise MalformedResponseError(f"a choice's message is not an object: {str(message)[:60]!r}")
         calls = _tool_calls(message)
         # a text completion (``/completions``) answers with the choice's ``text``
         content = message.get("content") if "text" not in choice else choice["text"]
-        if isinstance(content, Mapping):  # never read as its Python repr
+        if not isinstance(content, str) and isinstance(content, Mapping):  # never read as its repr
             where = "text" if "text" in choice else "message content"
             shown = str(content)[:60]
             raise MalformedResponseError(f"a choice's {where} is a JSON object, not a string: {shown!r}")

@@ -76,6 +76,8 @@ def _bool_as_number(value: object, result: object) -> bool:
     for a number field is almost always a mistake, and it would be sent as 1 without a word."""
     if isinstance(value, bool):
         return isinstance(result, (int, float)) and not isinstance(result, bool)
+    if isinstance(value, (str, int, float)):  # nothing inside: no ABC check below
+        return False
     if isinstance(value, (list, tuple)) and isinstance(result, (list, tuple)) and len(value) == len(result):
         return any(_bool_as_number(v, r) for v, r in zip(value, result, strict=True))
     if isinstance(value, Mapping) and isinstance(result, Mapping):
