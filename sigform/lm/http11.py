@@ -25,8 +25,13 @@ from sigform.lm.wire import TimedOut, TooManyRedirects, redirect_refused
 
 __all__ = ["MAX_REDIRECTS", "Connections", "late", "proxy_auth", "proxy_for"]
 
-# the variables a proxy is read from (urllib.request's names, either case)
+# the variables a proxy is read from (urllib.request's names, either case): for an http or https
+# URL only its scheme's and all_proxy matter (a lookup of a variable not set costs microseconds)
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+_SCHEME_PROXY_VARIABLES = {
+    scheme: tuple(name for name in _PROXY_VARIABLES if name.lower() in (f"{scheme}_proxy", "all_proxy"))
+    for scheme in ("http", "https")
+}
 MAX_REDIRECTS = 5
 _MAX_IDLE = 32  # idle connections kept per origin
 # what a kept-alive connection the server has closed raises on reuse
@@ -210,7 +215,11 @@ def late(seconds: float, url: str) -> TimedOut:
 def proxy_for(url: str) -> str | None:
     """The proxy URL for ``url`` from the environment, None for a direct connection (both routes
     ask here: aiohttp's own lookup costs two thread hops per request)."""
-    if not any(name in os.environ for name in _PROXY_VARIABLES):
+    names = _SCHEME_PROXY_VARIABLES.get(url.partition("://")[0].lower(), _PROXY_VARIABLES)
+    for name in names:
+        if name in os.environ:
+            break
+    else:
         return None  # the common case: no proxy variable, nothing imported
     import urllib.request
 

@@ -201,11 +201,12 @@ class Transport:
 
     async def _aread_answer(self, out: Outgoing, seconds: float) -> bytes:
         session = await self._session()
-        async with _failures(out.url), session.post(out.url, **_aiohttp_options(out)) as response:
-            _check_redirects(response, out.url)
-            data = await _aread(response, out.url, seconds)
-            if response.status >= 400:
-                raise StatusError(response.status, response.headers, data, out.url)
+        with _Failures(out.url):
+            async with session.post(out.url, **_aiohttp_options(out)) as response:
+                _check_redirects(response, out.url)
+                data = await _aread(response, out.url, seconds)
+                if response.status >= 400:
+                    raise StatusError(response.status, response.headers, data, out.url)
         return data  # an HTML page or `[]` is a malformed response
 
     def stream(self, req: Request) -> Iterator[dict[str, Any]]:
@@ -234,20 +235,21 @@ class Transport:
         out = Outgoing(req, stream=True)
         session = await self._session()
         seconds = _limits(out.timeout)[1]
-        async with _failures(out.url):
+        with _Failures(out.url):
             # the headers within the timeout; then each line within it
             response = await _within(session.post(out.url, **_aiohttp_options(out)), seconds, out.url)
-        async with _failures(out.url), response:
-            _check_redirects(response, out.url)
-            if response.status >= 400:
-                error = await _aread(response, out.url, seconds)
-                raise StatusError(response.status, response.headers, error, out.url)
-            async for line in _lines(response.content):
-                chunk = chunk_of(line)
-                if chunk is DONE:
-                    return
-                if chunk is not None:
-                    yield chunk
+        with _Failures(out.url):
+            async with response:
+                _check_redirects(response, out.url)
+                if response.status >= 400:
+                    error = await _aread(response, out.url, seconds)
+                    raise StatusError(response.status, response.headers, error, out.url)
+                async for line in _lines(response.content):
+                    chunk = chunk_of(line)
+                    if chunk is DONE:
+                        return
+                    if chunk is not None:
+                        yield chunk
 
 
 def _check_redirects(response: Any, url: str) -> None:
@@ -272,23 +274,31 @@ async def _within(answer: Any, seconds: float, url: str) -> Any:
         raise late(seconds, url) from None
 
 
-@contextlib.asynccontextmanager
-async def _failures(url: str) -> AsyncIterator[None]:
-    """aiohttp's failures as :class:`TimedOut` / :class:`Unreachable`."""
-    import aiohttp
+class _Failures:
+    """``with _Failures(url):`` raises aiohttp's failures as :class:`TimedOut` /
+    :class:`Unreachable` (a class, not a generator: it wraps every request)."""
 
-    try:
-        yield
-    except (asyncio.TimeoutError, TimeoutError) as exc:
-        if isinstance(exc, TransportError):
-            raise
-        raise TimedOut("no answer within the timeout", url) from exc
-    except aiohttp.TooManyRedirects:
-        raise TooManyRedirects(MAX_REDIRECTS, url) from None
-    except getattr(aiohttp, "NonHttpUrlRedirectClientError", ()) as exc:  # aiohttp >= 3.10
-        raise redirect_refused(307, str(exc.args[0]) if exc.args else "", url) from None
-    except aiohttp.ClientError as exc:
-        raise Unreachable(f"{type(exc).__name__}: {exc}", url) from exc
+    __slots__ = ("url",)
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if exc is None or isinstance(exc, TransportError):
+            return
+        import aiohttp
+
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+            raise TimedOut("no answer within the timeout", self.url) from exc
+        if isinstance(exc, aiohttp.TooManyRedirects):
+            raise TooManyRedirects(MAX_REDIRECTS, self.url) from None
+        if isinstance(exc, getattr(aiohttp, "NonHttpUrlRedirectClientError", ())):  # aiohttp >= 3.10
+            raise redirect_refused(307, str(exc.args[0]) if exc.args else "", self.url) from None
+        if isinstance(exc, aiohttp.ClientError):
+            raise Unreachable(f"{type(exc).__name__}: {exc}", self.url) from exc
 
 
 def _tls_context() -> Any:
