@@ -221,7 +221,8 @@ def parse_choices(
         raise MalformedResponseError(f"choices is not a list of objects: {str(choices)[:60]!r}")
     if not all(isinstance(c.get("index") or 0, int) for c in choices):
         raise MalformedResponseError("a choice index is not a number")
-    choices = sorted(choices, key=lambda c: c.get("index") or 0)
+    if len(choices) > 1:
+        choices = sorted(choices, key=lambda c: c.get("index") or 0)
     out = []
     for choice in choices:
         message = choice.get("message") or {}

@@ -38,6 +38,8 @@ FAST_PROVIDERS = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile", "
 _PLACEHOLDER_KEY = "sk-no-key-required"  # OpenAI-compatible local servers ignore the key
 _DEFAULT_BASES = {"lm_studio": "http://localhost:1234/v1", "llamafile": "http://127.0.0.1:8080/v1"}
 _OPENAI_API = "https://api.openai.com/v1"
+# the body's encoder, made once: json.dumps with options builds a new one for every call
+_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 class TransportError(Exception):
@@ -182,7 +184,7 @@ class Outgoing:
             body.setdefault("stream_options", {"include_usage": True})
         self.url = url + ("chat/completions" if prompt is None else "completions")
         self.headers = headers
-        self.content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self.content = _BODY_ENCODER.encode(body).encode("utf-8")
         self.timeout = req.timeout
 
 

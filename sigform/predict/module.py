@@ -25,7 +25,7 @@ import asyncio
 import copy
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["Module", "program_callbacks"]
 
 _call_ids = itertools.count(1)
+_NO_SCOPE = nullcontext()  # a program without callbacks: no scope to open (reusable)
 
 _Inputs = ParamSpec("_Inputs")
 _Result = TypeVar("_Result")
@@ -133,26 +134,17 @@ class Module:
         module = cast(Module, self)
         callbacks = module.callbacks
         result: _Result  # aforward returns what forward does (by default it runs forward)
-        if not callbacks:
-            result = await module._ahooked_call(callbacks, args, kwargs)
-            return result
         # the task's own context: the scope ends with the call, whatever else runs on the loop
-        with program_callbacks(callbacks):
-            result = await module._ahooked_call(callbacks, args, kwargs)
+        with program_callbacks(callbacks) if callbacks else _NO_SCOPE:
+            call_id = next(_call_ids)
+            emit("module_start", callbacks=callbacks, module=self, call_id=call_id, args=args, inputs=kwargs)
+            try:
+                result = await module.aforward(*args, **kwargs)
+            except BaseException as exc:
+                emit("module_end", callbacks=callbacks, module=self, call_id=call_id, outputs=None, error=exc)
+                raise
+            emit("module_end", callbacks=callbacks, module=self, call_id=call_id, outputs=result, error=None)
             return result
-
-    async def _ahooked_call(
-        self, callbacks: Sequence[Callback] | None, args: tuple[Any, ...], kwargs: Mapping[str, object]
-    ) -> Any:
-        call_id = next(_call_ids)
-        emit("module_start", callbacks=callbacks, module=self, call_id=call_id, args=args, inputs=kwargs)
-        try:
-            result = await self.aforward(*args, **kwargs)
-        except BaseException as exc:
-            emit("module_end", callbacks=callbacks, module=self, call_id=call_id, outputs=None, error=exc)
-            raise
-        emit("module_end", callbacks=callbacks, module=self, call_id=call_id, outputs=result, error=None)
-        return result
 
     # -- structure --------------------------------------------------------------------------------
     def named_sub_modules(self) -> list[tuple[str, Module]]:
