@@ -264,10 +264,9 @@ async def _within(answer: Any, seconds: float, url: str) -> Any:
     """``await answer``, given up after ``seconds`` (aiohttp's timeouts are per read: a server
     sending its headers a byte at a time held a call for as long as it liked)."""
     try:
-        if not hasattr(asyncio, "timeout"):  # Python 3.10
-            return await asyncio.wait_for(answer, seconds)
-        async with asyncio.timeout(seconds):  # no task of its own, unlike wait_for
-            return await answer
+        # in a task of its own (not asyncio.timeout): each of the several waits of one aiohttp
+        # request then wakes that task only, not the caller's whole stack of coroutines
+        return await asyncio.wait_for(answer, seconds)
     except (asyncio.TimeoutError, TimeoutError) as exc:
         if isinstance(exc, TransportError):
             raise
