@@ -9,11 +9,9 @@ redirect was followed, so another server's answer decided how this one was spoke
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -28,35 +26,6 @@ def _json(handler: BaseHTTPRequestHandler, payload: bytes) -> None:
     handler.send_header("Content-Length", str(len(payload)))
     handler.end_headers()
     handler.wfile.write(payload)
-
-
-@pytest.fixture
-def server() -> Iterator[Callable[[Answer], str]]:
-    started: list[ThreadingHTTPServer] = []
-
-    def start(answer: Answer) -> str:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                try:
-                    answer(self)
-                except OSError:  # the client hung up (the probe gave up): expected here
-                    pass
-
-            do_POST = do_GET
-
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        started.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-
-    yield start
-    for httpd in started:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def test_a_reply_nested_too_deep_is_no_answer(server: Callable[[Answer], str]) -> None:

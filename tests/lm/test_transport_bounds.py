@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -28,34 +28,6 @@ LIMIT = 1 << 20  # the tests lower the 64 MiB bound to 1 MiB
 @pytest.fixture(autouse=True)
 def _small_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transport, "_MAX_BODY", LIMIT)
-
-
-@pytest.fixture
-def server() -> Iterator[Callable[[Callable[[BaseHTTPRequestHandler], None]], str]]:
-    started: list[ThreadingHTTPServer] = []
-
-    def start(answer: Callable[[BaseHTTPRequestHandler], None]) -> str:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                try:
-                    answer(self)
-                except OSError:  # the client gave up: what these tests want
-                    pass
-
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        started.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-
-    yield start
-    for httpd in started:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def _request(base: str, **extra: Any) -> Request:
