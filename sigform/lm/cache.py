@@ -240,7 +240,7 @@ class ResponseCache:
                 return None
             self._remember(key, blob)
             return value
-        return cache_codec.decode(blob, trusted=True)  # encoded by this process
+        return cache_codec.decode(blob)
 
     def set(self, key: str, value: list[Completion]) -> None:
         """Store a snapshot of ``value`` (later changes to ``value`` do not reach the cache).
