@@ -66,10 +66,13 @@ def run_script(body: str, cache_dir: Path, timeout: float = 120) -> str:
 
 
 def disk_entries(cache_dir: Path) -> int:
-    import diskcache
+    from sigform.lm.cache_disk import Store
 
-    with diskcache.Cache(str(cache_dir / "lm")) as disk:
+    disk = Store(cache_dir / "lm", 1 << 30)
+    try:
         return len(disk)
+    finally:
+        disk.close()
 
 
 @needs_fork
