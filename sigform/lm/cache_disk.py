@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sigform import runtime
-from sigform.files import NotRegularFile, open_regular
+from sigform.files import NotRegularFile, open_regular, write_atomic
 
 __all__ = ["LOCK_TIMEOUT", "STORE_ERRORS", "CacheWarning", "Store", "locked", "writer"]
 
@@ -124,13 +124,7 @@ def read_or_make_secret(directory: Path) -> bytes:
     except OSError:
         pass  # missing, a link or unreadable: replaced below
     data = secrets.token_bytes(SECRET_BYTES)
-    tmp = directory / f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_atomic(path, data, mode=0o600)
     return data
 
 

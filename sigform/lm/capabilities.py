@@ -20,8 +20,6 @@ import contextlib
 import json
 import logging
 import math
-import os
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,7 +27,7 @@ from typing import Any
 from urllib.parse import SplitResult
 
 from sigform import jsonvalue
-from sigform.files import read_regular
+from sigform.files import read_regular, write_atomic
 from sigform.lm.credentials import memoised_by_url, split_url
 
 __all__ = [
@@ -252,22 +250,7 @@ def _write_section(section: str, key: str, entry: dict[str, Any]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         sections = _read_file(path)
         sections.setdefault(section, {})[key] = {**entry, "checked": time.time()}
-        payload = json.dumps(
-            {
-                "version": _VERSION,
-                **{name: _newest(entries) for name, entries in sections.items()},
-            },
-            indent=1,
-            sort_keys=True,
-        )
-        fd, tmp = tempfile.mkstemp(prefix=".endpoint-capabilities-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        payload = {"version": _VERSION, **{name: _newest(entries) for name, entries in sections.items()}}
+        write_atomic(path, json.dumps(payload, indent=1, sort_keys=True).encode("utf-8"), mode=0o600)
     except OSError as exc:  # a read-only cache folder costs a re-discovery, nothing more
         logger.debug("could not save endpoint capabilities to %s: %s", path, exc)
