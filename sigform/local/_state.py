@@ -13,10 +13,9 @@ import contextlib
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sigform import jsonvalue
 from sigform.files import read_regular, write_atomic
 
 __all__ = ["ServerState", "cache_dir", "clear_state", "pid_alive", "read_state", "state_path", "write_state"]
@@ -59,27 +58,15 @@ class ServerState:
 
 def read_state(path: Path | None = None) -> ServerState | None:
     """The recorded state, or ``None`` when the file is missing, unreadable or malformed."""
-    path = path or state_path()
-    try:
-        raw: object = jsonvalue.loads(read_regular(path))  # a FIFO here is ignored, never waited on
+    import pydantic
+
+    try:  # a FIFO here is ignored, never waited on; every field's type checked (strict)
+        data = read_regular(path or state_path())
+        state = pydantic.TypeAdapter(ServerState).validate_json(data, strict=True)
     except (OSError, ValueError):
         return None
-    if not isinstance(raw, dict):
-        return None
-    names = {f.name for f in fields(ServerState)}
-    try:
-        state = ServerState(**{k: v for k, v in raw.items() if k in names})
-    except TypeError:  # a required key is missing
-        return None
-    numbers = (state.port, state.pid, state.owner_pid)
-    ints_ok = all(isinstance(v, int) and not isinstance(v, bool) for v in numbers)
-    if not ints_ok or not (0 < state.port < 65536) or state.pid <= 0:
-        return None
-    texts = (state.model_path, state.alias, state.log_path)
-    if not all(isinstance(v, str) for v in texts) or not isinstance(state.started_at, (int, float)):
-        return None
-    if state.host not in _LOOPBACK:  # the shared server only ever binds loopback: prompts stay here
-        return None
+    if not 0 < state.port < 65536 or state.pid <= 0 or state.host not in _LOOPBACK:
+        return None  # the shared server only ever binds loopback: prompts stay here
     return state
 
 
