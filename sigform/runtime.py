@@ -36,8 +36,6 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["forget_after_fork", "in_loop", "loop", "on_exit", "on_fork", "run", "threads"]
-
 T = TypeVar("T")
 _SHUTDOWN_S = 5.0  # how long exit waits for the loop's sessions to close
 _log = logging.getLogger("sigform")

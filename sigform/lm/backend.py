@@ -23,8 +23,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from sigform.lm.request import Request
 
-__all__ = ["Backend", "Body"]
-
 # the response body in the OpenAI chat-completions shape, and its cost in USD when known
 Body = tuple[dict[str, Any], "float | None"]
 

@@ -18,8 +18,6 @@ from typing import Any, Protocol
 from sigform import runtime
 from sigform.files import NotRegularFile, open_regular, write_atomic
 
-__all__ = ["LOCK_TIMEOUT", "STORE_ERRORS", "CacheWarning", "Store", "locked", "writer"]
-
 logger = logging.getLogger("sigform.lm")
 
 _BATCH_WAIT = 0.02

@@ -30,20 +30,6 @@ from sigform import jsonvalue
 from sigform.files import read_regular, write_atomic
 from sigform.lm.credentials import memoised_by_url, split_url
 
-__all__ = [
-    "FILE_NAME",
-    "MODES",
-    "TTL_SECONDS",
-    "best_mode",
-    "capabilities_path",
-    "endpoint_key",
-    "forget",
-    "record_answered",
-    "record_rejected",
-    "record_server",
-    "server_facts",
-]
-
 logger = logging.getLogger("sigform.lm")
 
 # request modes of the JSON adapter, best first; "text" always works

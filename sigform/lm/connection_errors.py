@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from sigform.lm.credentials import split_url
 from sigform.probes import probe
 
-__all__ = ["ConnectionFailure", "connection_failure", "shown_url"]
-
 _MAX_DEPTH = 12
 # httpx's transport errors that mean no response arrived (by name: httpx is not imported)
 _NO_RESPONSE = frozenset({"ConnectError", "RemoteProtocolError", "ReadError", "Unreachable"})

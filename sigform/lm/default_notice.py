@@ -6,8 +6,6 @@ import logging
 import sys
 import threading
 
-__all__ = ["default_model_notice"]
-
 logger = logging.getLogger("sigform.lm")
 _DEFAULT_NOTICE = (
     "no LM configured: using the embedded local model (Gemma 3 270M, on this machine). "

@@ -32,8 +32,6 @@ from sigform.lm.credentials import scrub
 from sigform.lm.response import MalformedResponseError, chunk_not_json, chunk_unreadable
 from sigform.probes import probe
 
-__all__ = ["map_exception", "parse_retry_after", "retry_after_of"]
-
 _CONTEXT_HINTS = (
     "context_length_exceeded",
     "maximum context length",

@@ -17,16 +17,6 @@ from typing import Any
 
 from sigform.lm.interface import Completion, Usage
 
-__all__ = [
-    "GLOBAL_HISTORY_SIZE",
-    "HistoryEntry",
-    "active_report",
-    "global_history",
-    "inspect_history",
-    "record",
-    "reporting",
-]
-
 # what the layer that fitted a request (sigform.conversation.send) says about it, for the history
 # entry of the call that sends it; a context variable keeps concurrent calls (threads, tasks) apart
 _active_report: contextvars.ContextVar[Any] = contextvars.ContextVar("sigform_prune_report", default=None)

@@ -23,8 +23,6 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from sigform.lm.wire import TimedOut, TooManyRedirects, redirect_refused
 
-__all__ = ["MAX_REDIRECTS", "Connections", "late", "proxy_auth", "proxy_for"]
-
 # the variables a proxy is read from (urllib.request's names, either case): for an http or https
 # URL only its scheme's and all_proxy matter (a lookup of a variable not set costs microseconds)
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")

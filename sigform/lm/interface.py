@@ -15,9 +15,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from sigform.message import Message
 
-__all__ = ["Completion", "LMProtocol", "ToolCall", "Usage"]
-
-
 
 @dataclass(frozen=True)
 class ToolCall:

@@ -17,8 +17,6 @@ from sigform.lm.request import Request
 from sigform.probes import probe
 from sigform.provider.litellm_import import import_litellm
 
-__all__ = ["LiteLLMBackend", "capability", "get_backend", "provider_of", "supported_params"]
-
 # OpenAI-compatible providers whose self-hosted servers need no key (same rule as the fast path)
 _KEYLESS_OK = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile", "local"})
 _PLACEHOLDER_KEY = "sk-no-key-required"

@@ -29,8 +29,6 @@ import re
 import threading
 import warnings
 
-__all__ = ["CHAT_MODES", "UnknownModelWarning", "check_model_name", "map_text", "openai_model_mode"]
-
 # modes litellm sends as chat-completions requests
 CHAT_MODES = frozenset({"chat"})
 _MAP_FILE = "model_prices_and_context_window_backup.json"

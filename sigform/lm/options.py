@@ -16,8 +16,6 @@ from sigform import hooks
 from sigform.lm.backend import Backend
 from sigform.lm.retry import check_limits
 
-__all__ = ["LMOptions"]
-
 # how a saved program keeps a field: "always", or "when set" (left out while None or empty);
 # fields without this mark (callbacks, headers, pruning ...) are code, never saved
 _SAVED = "saved"

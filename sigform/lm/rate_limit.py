@@ -46,17 +46,6 @@ if TYPE_CHECKING:
     from sigform.lm.request import Request
     from sigform.lm.routing import Route
 
-__all__ = [
-    "RateLimiter",
-    "TokenBucket",
-    "check_limiter",
-    "check_rate",
-    "estimate_tokens",
-    "limited_route",
-    "limiter_of",
-    "shared_bucket",
-]
-
 
 @runtime_checkable
 class RateLimiter(Protocol):

@@ -31,16 +31,6 @@ from sigform.lm.credentials import (
 )
 from sigform.message import Message
 
-__all__ = [
-    "Request",
-    "cache_key",
-    "credential_identity",
-    "endpoint_identity",
-    "endpoint_of",
-    "normalise",
-    "response_format_dict",
-]
-
 
 @dataclass
 class Request:

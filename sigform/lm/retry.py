@@ -19,9 +19,6 @@ from sigform.errors import LMError
 from sigform.excerpt import shorten
 from sigform.lm.errors_map import map_exception
 
-__all__ = ["MAX_RETRIES", "Attempts", "RetryPolicy", "check_limits"]
-
-
 # a bound, because a saved program's settings are untrusted data: with Retry-After capped at 60 s,
 # 50 retries keep one call under an hour (num_retries=10**9 from a file retried without end)
 MAX_RETRIES = 50

@@ -23,17 +23,6 @@ from sigform.lm.backend import Backend
 from sigform.lm.params import ParamSpec, build_schema
 from sigform.lm.request import Request
 
-__all__ = [
-    "LOCAL_MODEL",
-    "Route",
-    "current",
-    "explained",
-    "fast_path_eligible",
-    "rebased",
-    "resolve_route",
-    "speaks_chat_completions",
-]
-
 LOCAL_MODEL = "openai/gemma-3-270m"
 # providers served through an OpenAI-compatible endpoint even without an explicit api_base
 BASELESS_FAST = frozenset({"lm_studio", "llamafile"})

@@ -41,8 +41,6 @@ from sigform.lm.params import BASE_SPECS
 if TYPE_CHECKING:
     from sigform.lm.model import LM
 
-__all__ = ["IGNORED_KEY", "SavedStateWarning", "lm_from_state", "lm_state", "request_options"]
-
 REMOVED = "api_base_credentials_removed"  # which parts of the endpoint URL a save left out
 # what that list may hold (a file is untrusted: its text reaches a warning only in these forms)
 _REMOVED_PART = re.compile(r"user info|a query parameter|query parameter [A-Za-z0-9_.-]{1,40}")

@@ -21,8 +21,6 @@ from sigform.lm.response import (
     text_of,
 )
 
-__all__ = ["StreamAccumulator", "StreamDelta", "check_chunk"]
-
 
 @dataclass(frozen=True)
 class StreamDelta:

@@ -28,8 +28,6 @@ from sigform.lm.retry import Attempts
 from sigform.lm.routing import explained, rebased
 from sigform.lm.streaming import StreamAccumulator, StreamDelta
 
-__all__ = ["arun_stream", "run_stream"]
-
 
 def _replay(completions: list[Completion], start: int = 0) -> Iterator[StreamDelta]:
     for i, c in enumerate(completions, start):

@@ -44,8 +44,6 @@ from typing import Any
 from sigform.lm.response import text_of
 from sigform.message import Message
 
-__all__ = ["MODEL_TYPES", "check_model_type", "completion_params", "prompt_of", "server_facts"]
-
 MODEL_TYPES = ("chat", "text")
 PROBE_TIMEOUT = 2.0
 # the default ports of llama.cpp's llama-server, llama-cpp-python's server and Ollama

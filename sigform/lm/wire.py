@@ -16,23 +16,6 @@ from sigform.lm.credentials import memoised_by_url, split_url
 from sigform.lm.request import Request
 from sigform.lm.response import chunk_not_json
 
-__all__ = [
-    "DONE",
-    "FAST_PROVIDERS",
-    "Outgoing",
-    "Redirected",
-    "StatusError",
-    "StreamError",
-    "TimedOut",
-    "TooManyRedirects",
-    "TransportError",
-    "Unreachable",
-    "chunk_of",
-    "is_openai_api",
-    "redirect_refused",
-    "request_model_name",
-]
-
 # model prefixes whose endpoints speak the OpenAI chat-completions protocol
 FAST_PROVIDERS = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile", "local", "openai_like"})
 _PLACEHOLDER_KEY = "sk-no-key-required"  # OpenAI-compatible local servers ignore the key

@@ -35,8 +35,6 @@ from sigform.files import read_regular, write_atomic
 from sigform.local._launcher import PROBE_FLAG, SAFE_CPU_FLAG
 from sigform.local._process import describe_exit
 
-__all__ = ["CHECK_FILE", "CRASH_SIGNALS", "CpuVerdict", "machine_key", "record_safe", "use_safe_cpu"]
-
 log = logging.getLogger("sigform.local")
 
 CHECK_FILE = "cpu-check.json"

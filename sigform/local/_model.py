@@ -24,8 +24,6 @@ from sigform.errors import LocalModelError
 from sigform.files import read_regular, write_atomic
 from sigform.local._requirements import require_local_extra
 
-__all__ = ["default_model_path", "ensure_file", "ensure_model", "sha256_file"]
-
 log = logging.getLogger("sigform.local")
 
 _REINSTALL_HINT = "pip install --force-reinstall 'sigform[local]'"

@@ -19,8 +19,6 @@ import itertools
 import os
 from pathlib import Path
 
-__all__ = ["ownership_problem"]
-
 _PROC = Path("/proc")
 _LISTEN = "0A"  # TCP state code of a listening socket in /proc/net/tcp
 LAUNCHER = "_launcher.py"

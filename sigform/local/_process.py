@@ -27,11 +27,6 @@ from sigform.local._launcher import PARENT_ENV, SAFE_CPU_FLAG
 from sigform.local._ownership import ownership_problem
 from sigform.local._state import ServerState, pid_alive
 
-__all__ = [
-    "DEFAULT_ALIAS", "LocalServer", "crash_excerpt", "default_threads", "describe_exit", "free_port",
-    "port_open", "probe", "start_server",
-]
-
 log = logging.getLogger("sigform.local")
 
 DEFAULT_ALIAS = "gemma-3-270m"

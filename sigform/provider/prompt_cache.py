@@ -23,9 +23,6 @@ from collections.abc import Sequence
 
 from sigform.message import Message
 
-__all__ = ["CACHE_CONTROL", "mark_prefix", "marks_cache"]
-
-
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 _MARKED_PROVIDERS = frozenset({"anthropic", "bedrock", "bedrock_converse"})
 _CLAUDE_HOSTS = frozenset({"vertex_ai", "vertex_ai_beta", "openrouter"})

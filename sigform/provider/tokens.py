@@ -19,20 +19,6 @@ from typing import Any
 
 from sigform.probes import probe
 
-__all__ = [
-    "MEDIA_TOKENS",
-    "MESSAGE_OVERHEAD",
-    "ModelLimits",
-    "TokenCounter",
-    "estimate_text",
-    "message_text",
-    "model_limits",
-    "output_reserve",
-    "token_counter",
-    "upper_bound",
-]
-
-
 MESSAGE_OVERHEAD = 4  # role and framing tokens per message (OpenAI's accounting; close for others)
 MEDIA_TOKENS = 800  # one image/audio/file part: a fixed, deliberately generous guess
 _DOWNLOADED_TOKENIZERS = frozenset({"cohere", "llama2", "llama3"})  # litellm fetches these from the hub
