@@ -34,7 +34,6 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import replace
-from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sigform import runtime
@@ -314,60 +313,19 @@ _wrapped: dict[int, tuple[Route, RateLimiter, Route]] = {}
 
 
 def check_limiter(limiter: object) -> None:
-    """Refuse a ``rate_limit=`` that is not a :class:`RateLimiter`, saying what one is and, for a
-    number or a rate written as text ("60/min"), which of ``rpm=`` / ``tpm=`` says it."""
+    """Refuse a ``rate_limit=`` that is not a :class:`RateLimiter`, saying what one is and that a
+    number ("60", "60/min") is written as ``rpm=`` or ``tpm=`` (it may mean requests or tokens)."""
     if limiter is None or isinstance(limiter, RateLimiter):
         return
     from sigform.errors import ParameterError
 
     text = repr(limiter)
     shown = text if len(text) <= 40 else f"{text[:30]}... ({len(text)} chars)"
-    per_minute = _per_minute(limiter)
-    if per_minute is not None:
-        # never read as a limit: "60/min" may mean requests or tokens, and only rpm=/tpm= say which
-        hint = f"for requests a minute write rpm={per_minute} (tpm= limits tokens a minute)"
-    else:
-        hint = "for a per-minute limit write rpm=600 (requests) or tpm=200_000 (tokens)"
     raise ParameterError(
         f"rate_limit must be a RateLimiter object (reserve(), report_retry_after(), limits), "
         f"e.g. sigform.lm.rate_limit.TokenBucket(rpm=600); got {type(limiter).__name__} {shown}; "
-        f"{hint}"
+        "for a per-minute limit write rpm=600 (requests) or tpm=200_000 (tokens)"
     )
-
-
-def _per_minute(value: object) -> str | None:
-    """A positive number, or a rate written as "N/unit" (s, sec, min, minute, h, hour, day ...),
-    as the per-minute figure to write ("600", "1000/60"); None when it is neither (only used to
-    suggest the setting, never as a limit)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)) or len(str(value)) > 40:
-        return None
-    count, slash, unit = str(value).replace(" ", "").lower().partition("/")
-    try:  # exact: the figure to copy must be the one given (":g" wrote 1234567 as 1.23457e+06)
-        number = Decimal(count)
-    except InvalidOperation:
-        return None
-    seconds = _UNIT_SECONDS.get(unit) if slash else 60
-    # within sane figures only: "1e999999/s" would be written out as a million digits
-    if seconds is None or not number.is_finite() or not _SANE[0] <= number <= _SANE[1]:
-        return None
-    if seconds <= 60:
-        return _figure(number * 60 / seconds)
-    return f"{_figure(number)}/{seconds // 60}"
-
-
-_SANE = (Decimal("1e-9"), Decimal("1e15"))
-
-
-def _figure(number: Decimal) -> str:
-    return format(number.normalize(), "f")
-
-
-_UNIT_SECONDS = {
-    **dict.fromkeys(("s", "sec", "second", "seconds"), 1),
-    **dict.fromkeys(("m", "min", "minute", "minutes"), 60),
-    **dict.fromkeys(("h", "hr", "hour", "hours"), 3600),
-    **dict.fromkeys(("d", "day", "days"), 86400),
-}
 
 
 def limiter_of(lm: LM) -> RateLimiter | None:

@@ -91,31 +91,18 @@ def test_rate_limit_must_be_a_limiter() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "written"),
-    [("60/min", "rpm=60"), ("10/s", "rpm=600"), ("1000/hour", "rpm=1000/60"), ("2 / Day", "rpm=2/1440"),
-     ("60", "rpm=60"), (60, "rpm=60"), (0.5, "rpm=0.5"),
-     # the figure as given, never rounded (":g" wrote 1234567 as 1.23457e+06)
-     (1234567, "rpm=1234567"), ("1234567/min", "rpm=1234567"), ("0.1/s", "rpm=6"),
-     (2.5e-07, "rpm=0.00000025")],
+    "value",
+    ["60/min", "10/s", 60, 0.5, "x/min", "-3/min", "nan/s", 0, float("inf"), object(), "1e999999/min"],
 )
-def test_a_rate_given_as_rate_limit_is_a_parameter_error_saying_which_setting_to_write(
-    value: Any, written: str
-) -> None:
+def test_anything_else_given_as_rate_limit_is_a_parameter_error_saying_what_to_write(value: Any) -> None:
     # it was a bare TypeError about the RateLimiter protocol; "60/min" is not read as a limit
     # because it may mean requests or tokens, so the error names both settings
     with pytest.raises(ParameterError) as caught:
         sf.LM("openai/gpt-4o-mini", rate_limit=value)
     message = str(caught.value)
     assert message.startswith("rate_limit must be a RateLimiter object")
-    assert repr(value) in message and f"write {written} (tpm= limits tokens a minute)" in message
-
-
-@pytest.mark.parametrize(
-    "value", ["x/min", "5/fortnight", "-3/min", "nan/s", 0, float("inf"), object(), "1e999999/min", "sNaN"]
-)
-def test_anything_else_given_as_rate_limit_gets_the_generic_hint(value: Any) -> None:
-    with pytest.raises(ParameterError, match=r"write rpm=600 \(requests\) or tpm=200_000 \(tokens\)"):
-        sf.LM("openai/gpt-4o-mini", rate_limit=value)
+    assert repr(value)[:30] in message and type(value).__name__ in message
+    assert message.endswith("write rpm=600 (requests) or tpm=200_000 (tokens)")
 
 
 def test_estimate_counts_prompt_and_output_limit() -> None:
