@@ -66,13 +66,10 @@ def run_script(body: str, cache_dir: Path, timeout: float = 120) -> str:
 
 
 def disk_entries(cache_dir: Path) -> int:
-    from sigform.lm.cache_disk import Store
+    import diskcache
 
-    disk = Store(cache_dir / "lm", 1 << 30)
-    try:
+    with diskcache.Cache(str(cache_dir / "lm")) as disk:
         return len(disk)
-    finally:
-        disk.close()
 
 
 @needs_fork

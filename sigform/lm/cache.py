@@ -1,12 +1,13 @@
-"""Response cache: an in-memory LRU in front of an on-disk store (SQLite), shared by all LMs.
+"""Response cache: an in-memory LRU in front of an on-disk cache (diskcache), shared by all LMs.
 
 Entries are stored as data -- versioned JSON of the completions (:mod:`sigform.lm.cache_codec`),
 never pickle -- so every hit returns fresh objects (mutating a returned value cannot poison the
 cache) and a stored value is only ever parsed, never run. The disk cache is untrusted: a
-garbage database, an entry that does not decode (a pickle, foreign data) or a cache path that is
-a file is a miss with one warning; a broken store is bypassed for the rest of the process (delete
-the folder to rebuild it). The store (:class:`~sigform.lm.cache_disk.Store`) holds keys and bytes
-only: no row names a file or a setting.
+garbage ``cache.db``, an entry that does not decode (including pickled entries of older
+versions) or a cache path that is a file is a miss with one warning; a broken store is bypassed
+for the rest of the process (delete the folder to rebuild it). diskcache settings stored in the
+database are ignored, pickled values are refused and no file outside the cache folder is read or
+removed.
 
 Cache keys are request digests (:func:`sigform.lm.request.cache_key`) that include a keyed
 fingerprint of the request's credentials and headers: an HMAC with a random secret kept next to
@@ -27,6 +28,7 @@ import hmac
 import logging
 import os
 import secrets
+import sqlite3
 import threading
 import warnings
 from collections import OrderedDict
@@ -36,12 +38,14 @@ from typing import Any
 from sigform import runtime
 from sigform.lm import cache_codec, cache_disk
 from sigform.lm.cache_disk import (
+    LOCK_TIMEOUT,
+    OPEN_WAIT,
     SECRET_BYTES,
     STORE_ERRORS,
     CacheWarning,
-    Store,
     locked,
     read_or_make_secret,
+    safe_disk,
 )
 from sigform.lm.credentials import CredentialError
 from sigform.lm.interface import Completion
@@ -88,8 +92,8 @@ class ResponseCache:
         self._memory: OrderedDict[str, bytes] = OrderedDict()
         self._pending: dict[str, bytes] = {}
         self._lock = threading.Lock()
-        self._disk: Store | None = None
-        self._open_lock = threading.Lock()
+        self._disk: Any = None
+        self._opened: threading.Event | None = None  # set once the store's opening has ended
         self._broken = False  # the disk store failed once: bypassed from then on
         self._busy_warned = False  # the store was locked by another process (said once)
         self._warned_entry = False
@@ -99,9 +103,10 @@ class ResponseCache:
     def _after_fork(self) -> None:
         # a forked child: the lock may have been held by another thread of the parent, whose
         # pending writes are the parent's to make
-        self._lock, self._open_lock = threading.Lock(), threading.Lock()
+        self._lock = threading.Lock()
         self._pending = {}
-        self._inherited, self._disk = self._disk, None  # the parent's connection: never used here
+        if self._disk is None:
+            self._opened = None  # the parent's opening thread does not run here: open anew
 
     # -- fingerprints ----------------------------------------------------------------------
 
@@ -139,27 +144,50 @@ class ResponseCache:
 
     @property
     def _store(self) -> Path | None:
-        """The disk store's folder (None for a memory-only cache)."""
+        """The diskcache folder (None for a memory-only cache)."""
         return self.directory / "lm" if self.directory is not None else None
 
-    def _disk_cache(self) -> Store | None:
-        """The open disk store, or None (memory only, bypassed, or another process holds the
-        lock its creation needs: tried again on the next call)."""
-        if self._store is None or self._broken:
+    def _disk_cache(self) -> Any:
+        """The open diskcache store, or None (memory only, bypassed, or not open yet because
+        another process holds its write lock: opening it writes its settings)."""
+        if self.directory is None or self._broken:
             return None
         disk = self._disk
-        if disk is None:
-            with self._open_lock:
-                if self._disk is None:
-                    try:
-                        self._disk = Store(self._store, self.size_limit)
-                    except STORE_ERRORS as exc:
-                        if locked(exc):
-                            self._busy()
-                        else:
-                            self._bypass(f"cannot open {self._store} ({type(exc).__name__}: {exc})")
-                disk = self._disk
-        return disk
+        if disk is not None:
+            return disk
+        with self._lock:
+            opened = self._opened
+            if opened is None:  # opened on a thread, so that a call can stop waiting for it
+                import diskcache  # noqa: F401 - here, never in that thread (a fork mid-import hangs)
+
+                opened = self._opened = threading.Event()
+                opener = threading.Thread(target=self._open_disk, args=(opened,), name="sigform-cache-open")
+                opener.daemon = True
+                opener.start()
+        if not opened.wait(0 if self._busy_warned else OPEN_WAIT):
+            self._busy()
+        return self._disk
+
+    def _open_disk(self, opened: threading.Event) -> None:
+        import diskcache  # imported on first use: keeps `import sigform` light
+
+        assert self.directory is not None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            # every setting given here: none is taken from the (untrusted) database; no
+            # eviction pass per entry (cull_limit=0): the writer culls once per batch
+            settings = {**diskcache.DEFAULT_SETTINGS, "size_limit": self.size_limit, "cull_limit": 0}
+            disk = diskcache.Cache(str(self._store), timeout=LOCK_TIMEOUT, disk=safe_disk(), **settings)
+        except STORE_ERRORS as exc:
+            self._bypass(f"cannot open {self._store} ({type(exc).__name__}: {exc})")
+        else:
+            with self._lock:
+                if self._opened is opened:
+                    self._disk = disk
+                else:  # closed meanwhile
+                    disk.close()
+        finally:
+            opened.set()
 
     def _busy(self) -> None:
         """Another process holds the store's lock: this call goes on without it (said once)."""
@@ -177,6 +205,9 @@ class ResponseCache:
         except STORE_ERRORS as exc:
             if locked(exc):
                 self._busy()
+                return None
+            if isinstance(exc, ValueError) and not isinstance(exc, sqlite3.Error):
+                self._bad_entry(str(exc))  # one forged row: a miss, the store stays in use
                 return None
             self._bypass(f"cannot read {self._store} ({type(exc).__name__}: {exc})")
             return None
@@ -232,7 +263,11 @@ class ResponseCache:
         disk = self._disk_cache()
         try:
             if disk is not None:
-                disk.write_many(items)
+                with disk.transact():
+                    for key, blob in items:
+                        disk.set(key, blob)
+                if disk.volume() > self.size_limit:
+                    disk.cull()
         except Exception as exc:
             if locked(exc):
                 self._busy()  # these entries stay in memory only
@@ -281,8 +316,8 @@ class ResponseCache:
 
     def close(self) -> None:
         cache_disk.writer.flush()
-        with self._open_lock:
-            disk, self._disk = self._disk, None  # a later call opens it again
+        with self._lock:
+            disk, self._disk, self._opened = self._disk, None, None  # a later call opens it again
         if disk is not None:
             try:
                 disk.close()

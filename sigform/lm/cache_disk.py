@@ -1,6 +1,6 @@
-"""The disk side of the response cache (:mod:`sigform.lm.cache`): the SQLite store of keys and
-bytes, the cache folder's fingerprint secret, and the one writer thread that stores entries in
-batches off the caller's thread."""
+"""The disk side of the response cache (:mod:`sigform.lm.cache`): a diskcache ``Disk`` that reads
+stored values as bytes only, the cache folder's fingerprint secret, and the one writer thread that
+stores entries in batches off the caller's thread."""
 
 from __future__ import annotations
 
@@ -21,13 +21,15 @@ from sigform.files import NotRegularFile, open_regular, write_atomic
 logger = logging.getLogger("sigform.lm")
 
 _BATCH_WAIT = 0.02
-# another process can hold the store's write lock for as long as it likes: an SQLite statement
-# waits at most LOCK_TIMEOUT for it, then the call goes on without the disk
+# another process can hold the store's write lock for as long as it likes: a call waits at most
+# OPEN_WAIT seconds for the store to open, and each SQLite statement at most LOCK_TIMEOUT, then
+# goes on without the disk (diskcache's own defaults are 60 s each)
+OPEN_WAIT = 2.0
 LOCK_TIMEOUT = 1.0
 SECRET_FILE = "cache-secret"
 SECRET_BYTES = 32
 # what a broken or hostile store raises: a miss (and the disk bypassed), never the caller's error
-STORE_ERRORS = (sqlite3.Error, OSError)
+STORE_ERRORS = (sqlite3.Error, OSError, ValueError, TypeError, KeyError, EOFError)
 
 
 class CacheWarning(UserWarning):
@@ -40,67 +42,47 @@ class Writable(Protocol):
 
 def locked(exc: BaseException) -> bool:
     """Whether ``exc`` is another process's lock outlasting :data:`LOCK_TIMEOUT`."""
-    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+    import diskcache
+
+    return isinstance(exc, diskcache.Timeout) or (
+        isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+    )
 
 
-class Store:
-    """The disk store: one SQLite table of keys and bytes (``<folder>/responses.sqlite``), the
-    least recently stored entries evicted past ``size_limit`` bytes. It holds data only: a
-    value is bytes for :mod:`sigform.lm.cache_codec` to check, no row names a file or a setting."""
+def safe_disk() -> type:
+    """A diskcache ``Disk`` that reads stored values as bytes only: it refuses pickled values and
+    files outside the cache folder (a forged row could name any path), and removes none there."""
+    import diskcache
+    from diskcache.core import MODE_BINARY, MODE_RAW
 
-    def __init__(self, folder: Path, size_limit: int) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.size_limit = size_limit
-        self._lock = threading.RLock()  # one statement (or write batch) at a time on the connection
-        self._db = sqlite3.connect(
-            folder / "responses.sqlite", timeout=LOCK_TIMEOUT, isolation_level=None, check_same_thread=False
-        )
-        try:  # WAL: readers never wait for another process's writer
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
-        except BaseException:
-            self._db.close()
-            raise
+    class SafeDisk(diskcache.Disk):  # type: ignore[misc]
+        def __init__(self, directory: str, *args: object, **kwargs: object) -> None:
+            super().__init__(directory, *args, **kwargs)
+            self.root = os.path.realpath(directory)  # its own copy: Disk's is a private field
 
-    def _run(self, sql: str, *args: object) -> list[Any]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        def _inside(self, filename: Any) -> str:
+            root = self.root
+            full = os.path.realpath(os.path.join(root, str(filename)))
+            if os.path.commonpath([root, full]) != root:
+                raise ValueError("a cache row names a file outside the cache folder")
+            return full
 
-    def get(self, key: str) -> bytes | None:
-        rows = self._run("SELECT value FROM entries WHERE key = ?", key)
-        return rows[0][0] if rows else None
+        def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
+            if mode == MODE_RAW:
+                return bytes(value) if isinstance(value, (bytes, memoryview)) else value
+            if mode == MODE_BINARY and not read:
+                with open(self._inside(filename), "rb") as reader:
+                    return reader.read()
+            raise ValueError(f"cache value stored in mode {mode} is not read (only raw bytes)")
 
-    def write_many(self, items: list[tuple[str, bytes]]) -> None:
-        """Store ``items`` in one transaction, then evict the oldest entries past the limit (a
-        replaced key counts as just stored: it gets a new rowid)."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+        def remove(self, file_path: Any) -> None:
             try:
-                self._db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?)", items)
-                while self.volume() > self.size_limit and self._db.execute(
-                    "DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries ORDER BY rowid "
-                    "LIMIT max(1, (SELECT count(*) FROM entries) / 10))"
-                ).rowcount:
-                    pass
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                full = self._inside(file_path)
+            except ValueError:
+                return
+            super().remove(os.path.relpath(full, self.root))
 
-    def volume(self) -> int:
-        """Bytes in use by the database (its pages holding data)."""
-        pages = "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count, "
-        return int(self._run(pages + "pragma_freelist_count, pragma_page_size")[0][0])
-
-    def clear(self) -> None:
-        self._run("DELETE FROM entries")
-
-    def __len__(self) -> int:
-        return int(self._run("SELECT count(*) FROM entries")[0][0])
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+    return SafeDisk
 
 
 def read_or_make_secret(directory: Path) -> bytes:

@@ -187,9 +187,9 @@ def test_disk_size_limit_evicts_the_oldest_entries(tmp_path: Path) -> None:
         cache.set(f"k{i}", [Completion("x" * 50_000)])  # 3 MB in all
     cache.flush()
     disk = cache._disk_cache()
-    assert disk is not None and disk.volume() <= limit
+    assert disk.volume() <= limit
     assert cache.get("k59") == [Completion("x" * 50_000)]
-    assert disk.get("k0") is None
+    assert "k0" not in disk
 
 
 def test_stream_results_are_cached_and_replayed(fake: FakeOpenAIServer, fast_path: bool) -> None:

@@ -1,12 +1,14 @@
 """A corrupted or hostile disk cache (issue 13 item 6) is a miss with one warning, never a raw
-DatabaseError/UnpicklingError, and never runs code: entries are JSON data and pickled values
-(old entries or forged ones) are not unpickled."""
+DatabaseError/UnpicklingError, and never runs code: entries are JSON data, pickled values (old
+entries or forged ones) are not unpickled, and no file outside the cache folder is read or
+removed."""
 
 from __future__ import annotations
 
 import os
 import pickle
 import sqlite3
+import warnings
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ from sigform.lm import LM, get_cache
 from sigform.lm.cache import CacheWarning, reset_caches
 
 MSG = [{"role": "user", "content": "hi"}]
-STORE = Path("lm") / "responses.sqlite"
+MODE_RAW, MODE_BINARY, MODE_PICKLE = 1, 2, 4  # diskcache's value modes
 
 
 def call(fake: FakeOpenAIServer) -> str:
@@ -27,7 +29,7 @@ def cached_rows(cache_dir: Path) -> sqlite3.Connection:
     """Write one real entry, then open the cache database as an attacker would."""
     get_cache().flush()
     reset_caches()
-    return sqlite3.connect(cache_dir / STORE)
+    return sqlite3.connect(cache_dir / "lm" / "cache.db")
 
 
 class RunsCode:
@@ -42,7 +44,7 @@ def test_a_garbage_database_is_bypassed_with_one_warning(
     lm_server: FakeOpenAIServer, isolated_cache: Path
 ) -> None:
     (isolated_cache / "lm").mkdir(parents=True)
-    (isolated_cache / STORE).write_bytes(b"this is not a database\0" * 500)
+    (isolated_cache / "lm" / "cache.db").write_bytes(b"this is not a database\0" * 500)
     with pytest.warns(CacheWarning, match="bypassed") as caught:
         assert call(lm_server) == "echo: hi"
         assert call(lm_server) == "echo: hi"  # still cached, in memory
@@ -64,7 +66,7 @@ def test_a_cache_path_that_is_a_file_is_bypassed(
 def test_bad_stored_values_are_misses(lm_server: FakeOpenAIServer, isolated_cache: Path) -> None:
     call(lm_server)
     with cached_rows(isolated_cache) as db:
-        db.execute("UPDATE entries SET value = ?", (b"\x00garbage{",))
+        db.execute("UPDATE Cache SET value = ?, mode = ?", (b"\x00garbage{", MODE_RAW))
     with pytest.warns(CacheWarning, match="not valid"):
         assert call(lm_server) == "echo: hi"
     assert len(lm_server.requests) == 2  # a miss: asked again, and stored again
@@ -73,30 +75,50 @@ def test_bad_stored_values_are_misses(lm_server: FakeOpenAIServer, isolated_cach
     assert len(lm_server.requests) == 2
 
 
-@pytest.mark.parametrize("value", ["pickle", "text", "number"])
-def test_forged_values_are_never_unpickled_or_taken(
-    lm_server: FakeOpenAIServer, isolated_cache: Path, tmp_path: Path, value: str
+@pytest.mark.parametrize("mode", [MODE_RAW, MODE_PICKLE])
+def test_pickled_entries_are_never_unpickled(
+    lm_server: FakeOpenAIServer, isolated_cache: Path, tmp_path: Path, mode: int
 ) -> None:
+    # MODE_RAW: how older sigform versions stored pickled completions; MODE_PICKLE: diskcache's own
     marker = tmp_path / "code-ran"
     call(lm_server)
-    forged = {"pickle": pickle.dumps(RunsCode(marker)), "text": "echo: hi", "number": 7}[value]
     with cached_rows(isolated_cache) as db:
-        db.execute("UPDATE entries SET value = ?", (forged,))
+        db.execute("UPDATE Cache SET value = ?, mode = ?", (pickle.dumps(RunsCode(marker)), mode))
     with pytest.warns(CacheWarning):
         assert call(lm_server) == "echo: hi"
     assert not marker.exists()
     assert len(lm_server.requests) == 2
 
 
-def test_a_foreign_table_of_that_name_bypasses_the_store(
+def test_a_forged_row_cannot_read_or_delete_files_outside_the_cache(
+    lm_server: FakeOpenAIServer, isolated_cache: Path, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    call(lm_server)
+    with cached_rows(isolated_cache) as db:
+        db.execute(
+            "UPDATE Cache SET value = NULL, mode = ?, filename = ?",
+            (MODE_BINARY, os.path.relpath(victim, isolated_cache / "lm")),
+        )
+    with pytest.warns(CacheWarning):
+        assert call(lm_server) == "echo: hi"
+    get_cache().clear()
+    assert victim.read_text() == "precious"
+
+
+def test_settings_stored_in_the_database_are_not_taken(
     lm_server: FakeOpenAIServer, isolated_cache: Path
 ) -> None:
-    (isolated_cache / STORE).parent.mkdir(parents=True)
-    with sqlite3.connect(isolated_cache / STORE) as db:
-        db.execute("CREATE TABLE entries (name TEXT)")
-    with pytest.warns(CacheWarning, match="bypassed"):
-        assert call(lm_server) == "echo: hi"
-    assert call(lm_server) == "echo: hi"
+    call(lm_server)
+    with cached_rows(isolated_cache) as db:
+        db.execute("UPDATE Settings SET value = 'none' WHERE key = 'eviction_policy'")
+        db.execute("UPDATE Settings SET value = 1 WHERE key = 'size_limit'")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        assert call(lm_server) == "echo: hi"  # still a hit from the disk
+    cache = get_cache()
+    assert cache._disk_cache().eviction_policy == "least-recently-stored"
     assert len(lm_server.requests) == 1
 
 
@@ -151,12 +173,12 @@ def test_fifos_named_like_cache_and_state_files_are_ignored_not_waited_on(tmp_pa
 # -- another process's write lock (issue 27, finding 14) ----------------------------------------
 
 _HOLD_LOCK = """
-import os, sqlite3, time
-os.makedirs({store!r})
-db = sqlite3.connect(os.path.join({store!r}, "responses.sqlite"), isolation_level=None)
-db.execute("BEGIN EXCLUSIVE")  # the database's write lock (and the read lock), held
-print("locked", flush=True)
-time.sleep(120)
+import sys, time
+import diskcache
+cache = diskcache.Cache({store!r})
+with cache.transact():  # BEGIN IMMEDIATE: the database's write lock, held
+    print("locked", flush=True)
+    time.sleep(120)
 """
 
 _CACHED_CALL = """
@@ -173,8 +195,8 @@ print("again", lm("hi")[0].text, lm.stats["cache_hits"], flush=True)
 
 
 def test_another_process_holding_the_write_lock_does_not_stall_a_call(tmp_path: Path) -> None:
-    # the first call of a new process waited as long as another process held the store's
-    # write lock (20-60 s with diskcache: opening the store wrote its settings, retried for 60 s)
+    # the first call of a new process waited as long as another process held diskcache's
+    # write lock (20-60 s: opening the store writes its settings, retried for 60 s)
     import subprocess
     import sys
 
