@@ -21,11 +21,9 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import platform
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +31,7 @@ from pathlib import Path
 from sigform import jsonvalue
 from sigform.files import read_regular, write_atomic
 from sigform.local._launcher import PROBE_FLAG, SAFE_CPU_FLAG
-from sigform.local._process import describe_exit
+from sigform.local._process import describe_exit, spawn, terminate
 
 log = logging.getLogger("sigform.local")
 
@@ -128,21 +126,13 @@ def _store(path: Path, key: str, verdict: CpuVerdict) -> None:
 
 def _run_probe(model_path: Path, threads: int, safe: bool, log_path: Path) -> int | None:
     """Run the check child; its exit status (None when it did not finish in time)."""
-    cmd = [sys.executable, str(Path(__file__).with_name("_launcher.py")), PROBE_FLAG, str(model_path),
-           str(threads)]
-    if safe:
-        cmd.append(SAFE_CPU_FLAG)
-    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-    with log_path.open("ab") as out:
-        out.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
-        out.flush()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
-        try:
-            return proc.wait(PROBE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            return None
+    args = [PROBE_FLAG, str(model_path), str(threads), *([SAFE_CPU_FLAG] if safe else [])]
+    proc = spawn(args, log_path, append=True)
+    try:
+        return proc.wait(PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        terminate(proc, 5.0)
+        return None
 
 
 def _check(model_path: Path, threads: int, log_path: Path) -> CpuVerdict | None:

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from sigform import jsonvalue
 from sigform.errors import LocalModelError
@@ -225,7 +225,7 @@ class LocalServer:
         if not self.owned:
             return
         assert self._process is not None
-        _terminate(self._process, timeout)
+        terminate(self._process, timeout)
         log.info("stopped local model server pid %d on port %d", self.pid, self.port)
 
     def __enter__(self) -> LocalServer:
@@ -249,7 +249,7 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
             os.killpg(proc.pid, sig)  # start_new_session made the server its own group leader
 
 
-def _terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
+def terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
     if proc.poll() is None:
         _signal_group(proc, signal.SIGTERM)
         try:
@@ -268,7 +268,6 @@ def _command(
     chat_format: str, safe_cpu: bool, extra_args: tuple[str, ...],
 ) -> list[str]:
     return [
-        sys.executable, str(Path(__file__).with_name("_launcher.py")),
         "--model", str(model_path),
         "--model_alias", alias,
         "--host", host,
@@ -286,7 +285,10 @@ def _command(
     ]
 
 
-def _spawn(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+def spawn(args: list[str], log_path: Path, *, append: bool = False) -> subprocess.Popen[bytes]:
+    """Run the launcher (``_launcher.py``) with ``args`` in a process group of its own, its output
+    to ``log_path`` (after a line with the time and the command): the server, or the CPU check."""
+    cmd = [sys.executable, str(Path(__file__).with_name("_launcher.py")), *args]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # llama_cpp.server lets $HOST, $PORT and $CONFIG_FILE override its arguments: drop them
     env = {k: v for k, v in os.environ.items() if k not in _OVERRIDING_ENV}
@@ -299,7 +301,7 @@ def _spawn(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
     else:
         kwargs["start_new_session"] = True
-    with log_path.open("wb") as log_file:  # the child keeps its own copy of the descriptor
+    with log_path.open("ab" if append else "wb") as log_file:  # the child keeps its own descriptor
         log_file.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
         log_file.flush()
         return subprocess.Popen(
@@ -351,12 +353,12 @@ def start_server(
     for attempt in range(1, attempts + 1):
         chosen = port if port is not None else free_port(host)
         path = log_path or log_dir / f"local-server-{chosen}.log"
-        cmd = _command(
+        args = _command(
             model_path=model_path, host=host, port=chosen, alias=alias, n_ctx=n_ctx, n_threads=threads,
             n_batch=n_batch, chat_format=chat_format, safe_cpu=safe_cpu, extra_args=extra_args,
         )
         started = time.time()
-        proc = _spawn(cmd, path)
+        proc = spawn(args, path)
         server = LocalServer(
             host=host, port=chosen, pid=proc.pid, model_path=model_path, alias=alias, log_path=path,
             started_at=started, process=proc, safe_cpu=safe_cpu,
@@ -367,13 +369,13 @@ def start_server(
             problem = _wait_healthy(server, proc, startup_timeout)
             impostor = None if problem else _impostor(proc.pid, chosen, model_path)
         except BaseException:  # e.g. KeyboardInterrupt while waiting: leave no orphan behind
-            _terminate(proc, 5.0)
+            terminate(proc, 5.0)
             raise
         if problem is None and impostor is None:
             log.info("local model server pid %d ready at %s (%.1f s)", proc.pid, server.api_base,
                      time.time() - started)
             return server
-        _terminate(proc, 5.0)
+        terminate(proc, 5.0)
         tail = read_log_tail(path)
         problem = problem or impostor  # an impostor is not retried: it would take the next port too
         if impostor is None and attempt < attempts and any(marker in tail.lower() for marker in _BIND_ERRORS):
@@ -381,7 +383,8 @@ def start_server(
             continue
         raise LocalModelError(
             f"the local model server failed to start: {problem}.\n"
-            f"  command: {' '.join(cmd)}\n  log: {path}\n  last log lines:\n{_indent(tail)}",
+            f"  command: {' '.join(cast(list[str], proc.args))}\n  log: {path}\n"
+            f"  last log lines:\n{_indent(tail)}",
             model="local",
         )
     raise AssertionError("unreachable")  # pragma: no cover
