@@ -105,13 +105,13 @@ class Connections:
             origin, target, conn, reused = self._connection(url, connect_s)
             sent = {**proxy_auth(origin[3]), **headers} if origin[0] == "http" and origin[3] else headers
             try:
-                response, timed = _send(conn, url, target, sent, body, read_s, deadline)
+                response, timed = send(conn, url, target, sent, body, read_s, deadline)
             except _STALE:
                 conn.close()
                 if not reused:
                     raise
                 conn = self._new(origin, connect_s)  # it was closed while idle: once more, anew
-                response, timed = _send(conn, url, target, sent, body, read_s, deadline)
+                response, timed = send(conn, url, target, sent, body, read_s, deadline)
             except BaseException:
                 conn.close()
                 raise
@@ -192,16 +192,19 @@ class Connections:
         conn.close()
 
 
-def _send(
-    conn: http.client.HTTPConnection, url: str, target: str, headers: dict[str, str], body: bytes,
-    read_s: float, deadline: float,
+def send(
+    conn: http.client.HTTPConnection, url: str, target: str, headers: dict[str, str], body: bytes | None,
+    read_s: float, deadline: float, method: str = "POST",
 ) -> tuple[http.client.HTTPResponse, _Timed]:
+    """Send one request on ``conn``; its response (status and headers read) and the reader that
+    bounds every later read by ``read_s`` and ``deadline`` (also used by the server probe of
+    :mod:`sigform.lm.text_mode`)."""
     if conn.sock is None:
         conn.connect()
     conn.sock.settimeout(read_s)
     timed = _Timed(conn.sock, url, read_s, deadline)
     conn.response_class = lambda sock, method=None: http.client.HTTPResponse(timed, method=method)  # type: ignore[assignment,arg-type]
-    conn.request("POST", target, body=body, headers=headers)
+    conn.request(method, target, body=body, headers=headers)
     return conn.getresponse(), timed
 
 

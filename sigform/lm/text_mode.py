@@ -200,10 +200,10 @@ def _fetch_json(url: str, body: Any = None) -> Any:
     for hours). A redirect is not followed: another server's answer never decides how this one
     is spoken to. The connection is direct (the servers asked are usually on this machine)."""
     import http.client  # here: asked once per endpoint, never on import
-    import socket
-    import threading
+    import time
 
     from sigform.lm.credentials import split_url
+    from sigform.lm.http11 import send
 
     try:
         parts = split_url(url)
@@ -219,33 +219,16 @@ def _fetch_json(url: str, body: Any = None) -> Any:
         )
     else:
         conn = http.client.HTTPConnection(host, port, timeout=PROBE_TIMEOUT)
-
-    sockets: list[socket.socket] = []  # the connection lets go of its socket once it is read
-
-    def cut() -> None:  # unblocks a read waiting in another thread; close() alone may not
-        for sock in sockets:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    watchdog = threading.Timer(PROBE_TIMEOUT, cut)
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        conn.connect()
-        sockets.append(conn.sock)
-        data = None if body is None else json.dumps(body).encode()
-        conn.request("GET" if data is None else "POST", target or "/", body=data,
-                     headers={"Content-Type": "application/json"})
-        reply = conn.getresponse()
+    data = None if body is None else json.dumps(body).encode()
+    try:  # every read, headers included, ends by the deadline (http11's reader)
+        reply, _ = send(conn, url, target or "/", {"Content-Type": "application/json"}, data,
+                        PROBE_TIMEOUT, time.monotonic() + PROBE_TIMEOUT, "GET" if data is None else "POST")
         if reply.status != 200:
             return None
         raw = reply.read(_MAX_PROBE_BYTES + 1)
     except (OSError, ValueError, http.client.HTTPException):
         return None
     finally:
-        watchdog.cancel()
         conn.close()
     if len(raw) > _MAX_PROBE_BYTES:
         return None
