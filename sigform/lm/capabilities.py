@@ -24,11 +24,10 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import SplitResult
 
 from sigform import jsonvalue
 from sigform.files import read_regular, write_atomic
-from sigform.lm.credentials import memoised_by_url, split_url
+from sigform.lm.credentials import memoised_by_url
 
 logger = logging.getLogger("sigform.lm")
 
@@ -58,18 +57,10 @@ def endpoint_key(model: str, api_base: str | None) -> str:
 
 @memoised_by_url  # asked on every call of a JSON adapter
 def _endpoint(api_base: str) -> str:
-    parts: SplitResult | None
-    try:
-        parts = split_url(api_base)
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:  # a port out of range, a bad IPv6 literal: the request reports it
-        parts, port = None, ""
-    if parts is None or not parts.scheme or not parts.netloc:  # no URL ("user:pw@host/v1": scheme "user")
-        return api_base.split("?")[0].rpartition("@")[2]
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 literal
-        host = f"[{host}]"
-    return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
+    from sigform.lm.connection_errors import shown_url
+
+    shown = shown_url(api_base)  # no URL ("user:pw@host/v1": scheme "user"): what follows any "@"
+    return shown.rstrip("/") if shown else api_base.split("?")[0].rpartition("@")[2]
 
 
 def capabilities_path() -> Path:

@@ -156,18 +156,12 @@ def _port(api_base: str) -> int | None:
 def probe_server(name: str, api_base: str) -> dict[str, Any]:
     """Ask the server at ``api_base`` what it is (see the module docstring); ``name`` is the
     model's name on that server."""
-    from sigform.lm.credentials import split_url
+    from sigform.lm.connection_errors import shown_url
 
     unknown: dict[str, Any] = {"model_type": None, "grammar": False}
-    try:
-        parts = split_url(api_base)
-        port = parts.port
-    except ValueError:
+    base = (shown_url(api_base) or "").rstrip("/")  # no user info or query: never sent along
+    if not base.startswith(("http://", "https://")):
         return unknown
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return unknown
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    base = f"{parts.scheme}://{host}{f':{port}' if port else ''}{parts.path.rstrip('/')}"
     root = base.removesuffix("/v1")  # the server's own routes sit beside its OpenAI-compatible ones
     listing = _fetch_json(base + "/models")
     entries = listing.get("data") if isinstance(listing, dict) else None
@@ -182,7 +176,7 @@ def probe_server(name: str, api_base: str) -> dict[str, Any]:
         if isinstance(template, str):
             return {**unknown, "model_type": "chat" if template.strip() else "text"}
         return unknown
-    if owner == "library" or port == _OLLAMA_PORT:  # Ollama
+    if owner == "library" or _port(api_base) == _OLLAMA_PORT:  # Ollama
         shown = _fetch_json(root + "/api/show", {"model": name})
         if isinstance(shown, dict) and ("template" in shown or "details" in shown):  # a model's info
             template = shown.get("template") or ""
