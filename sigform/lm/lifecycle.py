@@ -42,8 +42,6 @@ from sigform.lm.streaming import StreamAccumulator
 if TYPE_CHECKING:
     from sigform.lm.model import LM
 
-__all__ = ["Call", "Ledger", "atop_up", "top_up"]
-
 
 class Ledger:
     """An LM's account of its calls: usage of provider calls (cache hits excluded), counts of

@@ -33,9 +33,6 @@ from sigform.message import Message
 from sigform.provider.prompt_cache import mark_prefix
 from sigform.settings import get_setting
 
-__all__ = ["LM"]
-
-
 # features of unknown OpenAI-compatible endpoints that are discovered by trying, and the weakest
 # JSON-adapter mode that still counts as having them
 _DISCOVERED = {"json_schema": "json_schema", "json_object": "json_object"}
