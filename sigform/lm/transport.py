@@ -56,6 +56,7 @@ _CONNECT_S, _READ_S = 5.0, 600.0  # without a timeout: 5 s to connect, 10 minute
 _MAX_BODY = 64 * 1024 * 1024
 _MAX_CONNECTIONS = 1000
 _DEFAULT_TIMEOUT: Any = None  # aiohttp.ClientTimeout of _CONNECT_S / _READ_S, made with the first session
+_CONNECT_ONLY: Any = None  # and of _CONNECT_S alone
 
 
 async def _lines(content: Any) -> AsyncIterator[str]:
@@ -202,7 +203,7 @@ class Transport:
     async def _aread_answer(self, out: Outgoing, seconds: float) -> bytes:
         session = await self._session()
         with _Failures(out.url):
-            async with session.post(out.url, **_aiohttp_options(out)) as response:
+            async with session.post(out.url, **_aiohttp_options(out, per_read=False)) as response:
                 _check_redirects(response, out.url)
                 data = await _aread(response, out.url, seconds)
                 if response.status >= 400:
@@ -237,7 +238,8 @@ class Transport:
         seconds = _limits(out.timeout)[1]
         with _Failures(out.url):
             # the headers within the timeout; then each line within it
-            response = await _within(session.post(out.url, **_aiohttp_options(out)), seconds, out.url)
+            posted = session.post(out.url, **_aiohttp_options(out, per_read=True))
+            response = await _within(posted, seconds, out.url)
         with _Failures(out.url):
             async with response:
                 _check_redirects(response, out.url)
@@ -354,27 +356,34 @@ def _new_session() -> Any:
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=_MAX_CONNECTIONS, ssl=_shared_tls_context())
-    global _DEFAULT_TIMEOUT
+    global _DEFAULT_TIMEOUT, _CONNECT_ONLY
     _DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_S, sock_read=_READ_S)
+    _CONNECT_ONLY = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_S)
     # trust_env off: aiohttp would look the proxy and ~/.netrc up in a thread, twice per request;
     # the proxy is looked up by _aiohttp_options instead (every request carries its credentials)
     return aiohttp.ClientSession(connector=connector, trust_env=False)
 
 
-def _aiohttp_options(out: Outgoing) -> dict[str, Any]:
+def _aiohttp_options(out: Outgoing, *, per_read: bool) -> dict[str, Any]:
     """``session.post``'s keywords for ``out``: body, headers, timeouts and the environment's
-    proxy (looked up here: the session does not, see :func:`_new_session`)."""
+    proxy (looked up here: the session does not, see :func:`_new_session`). Without
+    ``per_read`` no read has a timeout of its own: the whole answer is awaited within the
+    timeout (:func:`_within`), which a read's timer, reset at every piece read, never beats."""
     import aiohttp
 
     seconds = out.timeout
+    if seconds is None:
+        timeout = _DEFAULT_TIMEOUT if per_read else _CONNECT_ONLY
+    elif per_read:
+        timeout = aiohttp.ClientTimeout(total=None, connect=seconds, sock_connect=seconds, sock_read=seconds)
+    else:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=seconds)
     options: dict[str, Any] = {
         "data": out.content,
         "headers": out.headers,
         "allow_redirects": True,
         "max_redirects": MAX_REDIRECTS + 1,  # aiohttp counts the requests, http11 the redirects
-        "timeout": _DEFAULT_TIMEOUT if seconds is None else aiohttp.ClientTimeout(
-            total=None, connect=seconds, sock_connect=seconds, sock_read=seconds
-        ),
+        "timeout": timeout,
     }
     proxy = proxy_for(out.url)
     if proxy is not None:
