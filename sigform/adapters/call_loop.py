@@ -39,7 +39,7 @@ from sigform.adapters.repair import constrained_modes, failing_fields, request_k
 from sigform.adapters.result import AdapterResult, Slot, final_error
 from sigform.conversation import Layout, asend, send
 from sigform.errors import BadRequestError, FieldValueError, ParseError, ProviderError, StructureError
-from sigform.lm.interface import Completion, LMProtocol, Usage
+from sigform.lm.interface import NO_USAGE, Completion, LMProtocol, Usage
 from sigform.message import Message
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class RunState:
     """What one run has sent and received so far, across reasks, fallback and sub-loops."""
 
     def __init__(self, adapter_names: Sequence[str] = ()) -> None:
-        self.usage = Usage()
+        self.usage = NO_USAGE
         self._has_usage = False
         self.attempts = 0
         self.received: list[Completion] = []

@@ -66,7 +66,7 @@ class Pruning:
             ) from None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Pruned:
     """The request after pruning, and what was dropped (None when nothing was)."""
 

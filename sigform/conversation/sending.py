@@ -70,7 +70,7 @@ def _identify(lm: object) -> tuple[str | None, str | None]:
     return model, provider if isinstance(provider, str) else None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Fitted:
     """The request as it will be sent, and what was pruned from it."""
 

@@ -50,7 +50,7 @@ def _reporting(report: object) -> Iterator[None]:
 GLOBAL_HISTORY_SIZE = 1000
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen one costs ~3 us more per call
 class HistoryEntry:
     """One LM call. ``params`` are the request settings (no credentials); ``error`` is the
     message of the error the call ended with, if any; ``prune_report`` says which earlier turns

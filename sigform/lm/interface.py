@@ -55,6 +55,10 @@ class Usage:
         )
 
 
+# the zero a sum starts from: one, shared (frozen, so safe to share; each Usage() costs ~2 us)
+NO_USAGE = Usage()
+
+
 @dataclass(frozen=True)
 class Completion:
     """One candidate answer from a model, normalised across providers."""

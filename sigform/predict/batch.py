@@ -62,7 +62,7 @@ class BatchFailureWarning(UserWarning):
     failures with ``return_failures=True``)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: built once per example, never changed
 class _Outcome:
     value: Any
     error: BaseException | None

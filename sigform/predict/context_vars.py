@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
-from sigform.lm.interface import Usage
+from sigform.lm.interface import NO_USAGE, Usage
 
 __all__ = ["UsageTracker", "add_usage", "hint", "rollout", "rollout_kwargs", "track_usage"]
 
@@ -31,7 +31,7 @@ class UsageTracker:
     __slots__ = ("_lock", "cache_hits", "requests", "usage")
 
     def __init__(self) -> None:
-        self.usage = Usage()
+        self.usage = NO_USAGE
         self.requests = 0
         self.cache_hits = 0
         self._lock = threading.Lock()
