@@ -226,7 +226,10 @@ def proxy_for(url: str) -> str | None:
 
     parts = urlsplit(url)
     proxies = urllib.request.getproxies_environment()
-    if urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):  # NO_PROXY
+    bypass = [entry.strip().lstrip(".").lower() for entry in proxies.get("no", "").split(",")]
+    bypass = [entry for entry in bypass if entry]
+    host = (parts.hostname or "").lower()
+    if "*" in bypass or any(host == entry or host.endswith(f".{entry}") for entry in bypass):
         return None
     proxy = proxies.get(parts.scheme) or proxies.get("all")
     return None if not proxy else proxy if "://" in proxy else f"http://{proxy}"
