@@ -37,6 +37,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sigform import runtime
+from sigform.excerpt import shorten
 from sigform.lm.retry import RetryPolicy
 from sigform.probes import probe
 
@@ -73,11 +74,9 @@ def check_rate(name: str, value: Any) -> float | None:
     if not number or not low <= value <= _MAX_RATE:
         from sigform.errors import ParameterError
 
-        text = repr(value)
-        shown = text if len(text) <= 40 else f"{text[:30]}... ({len(text)} chars)"
         raise ParameterError(
             f"{name} must be a number per minute from {low:.4g} to {_MAX_RATE:.0e} "
-            f"(None: no limit), got {shown}; e.g. {name}=600"
+            f"(None: no limit), got {shorten(repr(value), 40)}; e.g. {name}=600"
         )
     return float(value)
 
@@ -319,11 +318,10 @@ def check_limiter(limiter: object) -> None:
         return
     from sigform.errors import ParameterError
 
-    text = repr(limiter)
-    shown = text if len(text) <= 40 else f"{text[:30]}... ({len(text)} chars)"
     raise ParameterError(
         f"rate_limit must be a RateLimiter object (reserve(), report_retry_after(), limits), "
-        f"e.g. sigform.lm.rate_limit.TokenBucket(rpm=600); got {type(limiter).__name__} {shown}; "
+        f"e.g. sigform.lm.rate_limit.TokenBucket(rpm=600); got {type(limiter).__name__} "
+        f"{shorten(repr(limiter), 40)}; "
         "for a per-minute limit write rpm=600 (requests) or tpm=200_000 (tokens)"
     )
 
