@@ -51,14 +51,18 @@ def _held_back_end(text: str, start: int) -> int:
 
 
 def _outside_neutral(text: str, low: int, safe: int) -> int:
-    """``safe``, moved back before a neutralised ``[[`` it would cut or that may still complete."""
-    first = max(low, safe - len(NEUTRAL_OPEN) + 1)
-    if text.find("[", first, safe) < 0:
-        return safe
-    for p in range(first, safe):
-        if NEUTRAL_OPEN.startswith(text[p : p + len(NEUTRAL_OPEN)]):
-            return p
-    return safe
+    """``safe``, moved back before a neutralised ``[[`` it would cut or that may still complete
+    (again from there: in ``[\u2060[\u2060`` the second may start where the first ends)."""
+    while True:
+        first = max(low, safe - len(NEUTRAL_OPEN) + 1)
+        if text.find("[", first, safe) < 0:
+            return safe
+        for p in range(first, safe):
+            if NEUTRAL_OPEN.startswith(text[p : p + len(NEUTRAL_OPEN)]):
+                safe = p
+                break
+        else:
+            return safe
 
 
 class ChatReader:

@@ -37,6 +37,16 @@ def _chunks(text: str, cuts: list[int]) -> list[str]:
     return [text[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
+def test_neutralised_brackets_that_overlap_are_restored_as_the_whole_text_is() -> None:
+    # `[\u2060[` then `\u2060`: the second neutral marker may start where the first ends; the
+    # reader cut the first in half and showed `[\u2060[\u2060` where the whole text reads `[[\u2060`
+    text = "[[ ## answer ## ]][\u2060[\u2060"
+    for fmt in ("chat", "auto"):
+        reader = READERS[fmt](MATCHER)
+        assert materialize(reader.snapshot(text)) == streaming._SNAPSHOTS[fmt](text, MATCHER)
+        assert materialize(reader.snapshot(text))["answer"][0] == "[[\u2060"
+
+
 @pytest.mark.parametrize("fmt", sorted(READERS))
 @settings(max_examples=600, deadline=None)
 @given(data=st.data())
