@@ -82,6 +82,8 @@ class Adapter(PromptWriter):
     name: ClassVar[str] = "Adapter"
     template_folder: ClassVar[str] = "chat"
     parse_order: ClassVar[tuple[str, ...]] = ("chat", "json", "xml")
+    # text mode: an Optional output the inputs do not state is None (sigform.adapters.grounding)
+    null_unstated: ClassVar[bool] = True
 
     def __init__(
         self,

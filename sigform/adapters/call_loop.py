@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sigform.adapters.call_plan import AdapterCall, CallPlan, PlannedCall, ResponseFormats
+from sigform.adapters.grounding import ground_outputs
 from sigform.adapters.native_tools import TextSignature
 from sigform.adapters.output_limit import OutputLimit, errors_after_cut, length_message, resolve_output_limit
 from sigform.adapters.repair import constrained_modes, failing_fields, request_key
@@ -195,6 +196,11 @@ def attempt(
             sent = yield from _retry_values(adapter, call, signature, first, one, slot, state, limit)
             if not sent:
                 break
+    if document and adapter.null_unstated:  # a base model fills every field (sigform.adapters.grounding)
+        annotations = {name: f.annotation for name, f in signature.output_fields.items()}
+        for slot in slots:
+            if slot.ok and slot.outputs is not None:
+                ground_outputs(annotations, slot.outputs, inputs)
     return slots
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal, Optional
 
+import pydantic
 import pytest
 
 import sigform as sf
+from sigform.adapters.grounding import stated
 from sigform.testing import ScriptedLM
 
 
@@ -203,3 +205,92 @@ def test_an_answer_on_several_lines_is_read_when_the_server_did_not_stop_it() ->
         pred = sf.Predict(Invoice, lm=lm, demos=DEMOS, adapter=sf.JSONAdapter(), **options)(text=NEW)
         assert {k: pred[k] for k in WANT} == WANT
         assert len(lm.calls) == 1
+
+
+# ---- text mode: a nullable output the inputs do not state is None (sigform.adapters.grounding)
+
+
+class Venue(pydantic.BaseModel):
+    name: str
+    city: Optional[str] = None
+
+
+class Event(pydantic.BaseModel):
+    title: str
+    venues: list[Venue]
+    capacity: Optional[int] = None
+
+
+class Announce(sf.Signature):
+    """Extract the event."""
+
+    text: str = sf.InputField()
+    event: Event = sf.OutputField()
+    age_limit: Optional[int] = sf.OutputField()
+
+
+UNSTATED = ' {"vendor": "Redwood", "total": 3150.0, "currency": "USD", "due_date": "2025-04-15"}'
+
+
+def test_a_text_model_s_unstated_nullable_value_is_none() -> None:
+    lm = ScriptedLM([UNSTATED], model_type="text")
+    pred = sf.Predict(Invoice, lm=lm, demos=DEMOS, adapter=sf.JSONAdapter())(text="Redwood billed $3,150.00.")
+    assert pred.due_date is None
+    assert (pred.vendor, pred.total) == ("Redwood", 3150.0)  # not nullable: never checked
+    assert "2025-04-15" in (pred._meta.raw or "")  # the model's own answer is kept
+
+
+def test_a_stated_value_is_kept_in_any_written_form() -> None:
+    for text in ("Redwood: $3,150.00, pay by April 15th, 2025.", "Redwood, 3150 USD, due 2025-04-15."):
+        lm = ScriptedLM([UNSTATED], model_type="text")
+        pred = sf.Predict(Invoice, lm=lm, demos=DEMOS, adapter=sf.JSONAdapter())(text=text)
+        assert pred.due_date == dt.date(2025, 4, 15)
+
+
+def test_chat_models_and_opted_out_adapters_keep_the_value() -> None:
+    class Keeping(sf.JSONAdapter):
+        null_unstated = False
+
+    for model_type, adapter in (("chat", sf.JSONAdapter()), ("text", Keeping())):
+        lm = ScriptedLM([UNSTATED], model_type=model_type)
+        pred = sf.Predict(Invoice, lm=lm, demos=DEMOS, adapter=adapter)(text="Redwood billed $3,150.00.")
+        assert pred.due_date == dt.date(2025, 4, 15)
+
+
+def test_nullable_fields_inside_models_and_lists_are_checked() -> None:
+    answer = (
+        '{"event": {"title": "Jazz Brunch", "venues": [{"name": "Café Amsterdam", "city": "Paris"}], '
+        '"capacity": 100}, "age_limit": 18}'
+    )
+    lm = ScriptedLM([answer], model_type="text")
+    text = "The Jazz Brunch at Café Amsterdam, for eighteen and over."
+    pred = sf.Predict(Announce, lm=lm, adapter=sf.JSONAdapter())(text=text)
+    assert pred.event == Event(
+        title="Jazz Brunch", venues=[Venue(name="Café Amsterdam", city=None)], capacity=None
+    )
+    assert pred.age_limit == 18
+
+
+@pytest.mark.parametrize(
+    ("value", "text", "expected"),
+    [
+        (60, "Quiz Night, capacity 60.", True),
+        (100, "The forum meets on 2025-03-18 at Orion Tower.", False),
+        (10, "200 g chocolate, 100 g flour", False),
+        (50, "a fifty-year-old librarian", True),
+        (6, "Minestrone for six: beans, pasta", True),
+        (255, "two hundred fifty-five seats", True),
+        (12, "a dozen eggs", True),
+        (1, "a cat", False),
+        (2450.0, "$2,450.00", True),
+        (27.6, "€27,60 for the cake", True),
+        (dt.date(2025, 7, 1), "due date: July 1st, 2025.", True),
+        (dt.date(2025, 4, 2), "due 2025-04-02", True),
+        (dt.date(2025, 4, 15), "$220.00, paid today.", False),
+        ("Paris", "Claire Dubois turned 33 yesterday.", False),
+        ("St. John\u2019s  Square", "at St. John's Square, Cardiff", True),
+        (True, "nothing", True),
+    ],
+)
+def test_what_a_text_states(value: object, text: str, expected: bool) -> None:
+    assert stated(value, text) is expected
