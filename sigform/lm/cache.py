@@ -220,9 +220,10 @@ class ResponseCache:
 
     # -- entries ---------------------------------------------------------------------------
 
-    def get(self, key: str) -> list[Completion] | None:
+    def get(self, key: str, count: int | None = None) -> list[Completion] | None:
         """A fresh copy of the completions stored under ``key``, or None (also for an entry that
-        does not decode)."""
+        does not decode, or that holds other than ``count`` completions when given: a forged
+        row's extra or missing candidates are never an answer)."""
         with self._lock:
             blob = self._memory.get(key)
             if blob is not None:
@@ -237,6 +238,9 @@ class ResponseCache:
                 value = cache_codec.decode(blob)
             except cache_codec.CacheEntryError as exc:
                 self._bad_entry(str(exc))
+                return None
+            if count is not None and len(value) != count:
+                self._bad_entry(f"{len(value)} completions stored, {count} asked for")
                 return None
             self._remember(key, blob)
             return value

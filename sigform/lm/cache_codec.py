@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sigform import excerpt
 from sigform.errors import CacheEntryError
 from sigform.lm.interface import Completion
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["CacheEntryError", "decode", "encode"]
 
 _MAGIC = b"sigform-completions/1\n"
+_MAX_TOKENS = 1 << 53  # far beyond any request's, still exact as a float
+_MAX_COST = 1e12
 _adapter: TypeAdapter[list[Completion]] | None = None
 
 
@@ -57,4 +60,13 @@ def decode(blob: object) -> list[Completion]:
         raise CacheEntryError(f"entry is not a list of completions ({exc.__class__.__name__})") from None
     if not completions:
         raise CacheEntryError("entry is an empty list of completions")
+    for completion in completions:
+        usage = completion.usage
+        # hits are counted in usage totals (track_usage, budgets): a negative, absurd or NaN
+        # figure would corrupt them (a NaN cost passes every budget check)
+        counts = (usage.prompt_tokens, usage.completion_tokens, usage.reasoning_tokens, usage.cached_tokens)
+        if not all(0 <= n <= _MAX_TOKENS for n in counts):
+            raise CacheEntryError(f"entry has token counts out of range ({excerpt.shorten(str(counts))})")
+        if usage.cost is not None and not 0 <= usage.cost <= _MAX_COST:
+            raise CacheEntryError(f"entry has a cost out of range ({usage.cost!r})")
     return completions

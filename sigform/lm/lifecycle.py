@@ -93,7 +93,7 @@ class Call:
         self.key = scoped_key(self.key, req, cache)  # after the hooks: their headers count too
         if self.key is None:
             return None
-        hit = cache.get(self.key)
+        hit = cache.get(self.key, self.n)
         if hit is None:
             return None
         return [replace(c, usage=replace(c.usage, cache_hit=True)) for c in hit]

@@ -5,15 +5,19 @@ removed."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import sqlite3
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lm_fake_openai import FakeOpenAIServer
 
+from sigform import track_usage
 from sigform.lm import LM, get_cache
 from sigform.lm.cache import CacheWarning, reset_caches
 
@@ -75,6 +79,59 @@ def test_bad_stored_values_are_misses(lm_server: FakeOpenAIServer, isolated_cach
     assert len(lm_server.requests) == 2
 
 
+def forge(db: sqlite3.Connection, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
+    """Rewrite every stored entry's completions (JSON) with ``edit``, keeping its format."""
+    for key, value in db.execute("SELECT key, value FROM Cache").fetchall():
+        magic, body = bytes(value).split(b"\n", 1)
+        forged = json.dumps(edit(json.loads(body)), allow_nan=True).encode()
+        db.execute("UPDATE Cache SET value = ? WHERE key = ?", (magic + b"\n" + forged, key))
+
+
+def with_usage(**figures: object) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def edit(entry: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for completion in entry:
+            completion["text"] = "FORGED"
+            completion["usage"].update(figures)
+        return entry
+
+    return edit
+
+
+def forged_text(entry: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for completion in entry:
+        completion["text"] = "FORGED"
+    return entry
+
+
+@pytest.mark.parametrize(
+    ("n", "edit"),
+    [
+        (1, lambda entry: forged_text(entry * 2)),  # more candidates than asked for
+        (3, lambda entry: forged_text(entry[:1])),  # fewer
+        (1, with_usage(prompt_tokens=-(10**9))),  # figures that would corrupt usage totals
+        (1, with_usage(completion_tokens=10**400)),
+        (1, with_usage(cost=float("nan"))),
+        (1, with_usage(cost=float("inf"))),
+        (1, with_usage(cost=-5.0)),
+    ],
+    ids=["more", "fewer", "negative-tokens", "huge-tokens", "nan-cost", "inf-cost", "negative-cost"],
+)
+def test_a_forged_entry_that_parses_but_cannot_be_right_is_a_miss(
+    lm_server: FakeOpenAIServer,
+    isolated_cache: Path,
+    n: int,
+    edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+) -> None:
+    lm = LM("openai/fake", api_base=lm_server.api_base, api_key="sk-k")
+    lm(MSG, n=n)
+    with cached_rows(isolated_cache) as db:
+        forge(db, edit)
+    with pytest.warns(CacheWarning, match="not valid"), track_usage() as usage:
+        again = LM("openai/fake", api_base=lm_server.api_base, api_key="sk-k")(MSG, n=n)
+    assert [c.text for c in again] == ["echo: hi"] * n
+    assert usage.cache_hits == 0
+
+
 @pytest.mark.parametrize("mode", [MODE_RAW, MODE_PICKLE])
 def test_pickled_entries_are_never_unpickled(
     lm_server: FakeOpenAIServer, isolated_cache: Path, tmp_path: Path, mode: int
@@ -134,7 +191,9 @@ import sigform as sf
 from sigform.lm.capabilities import _read_file
 from sigform.local._state import read_state
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 folder = Path({folder!r})
 print("state", read_state(folder / "local-server.json"), flush=True)
 print("capabilities", _read_file(folder / "endpoint-capabilities.json").get("endpoints", {{}}), flush=True)
