@@ -1,10 +1,10 @@
 """The small JSON state file that lets several processes share one local server.
 
 ``<cache>/local-server.json`` records the server's port, pid, owning process, model path and
-start time. It is only a hint: a record naming a non-loopback host or with mistyped fields counts
-as absent, and before reuse the caller checks that the pid is alive and that the port answers
-with our model alias (see ``_server_registry``). Writes are atomic (temp file + rename);
-an unreadable or malformed file counts as absent.
+start time. It is only a hint: a record naming another host than 127.0.0.1 or with mistyped
+fields counts as absent, and before reuse the caller checks that the pid is alive, is our server
+and that the port answers with our model alias (see ``_server_registry``). Writes are atomic
+(temp file + rename); an unreadable or malformed file counts as absent.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from pathlib import Path
 from sigform.files import read_regular, write_atomic
 
 STATE_FILE = "local-server.json"
-_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+# the one address the shared server binds (start_server's default): another loopback name in a
+# record ("::1", "localhost") could reach a different program listening on the same port number
+# there, which the ownership check (the pid holds *a* socket listening on that port) would pass
+SHARED_HOST = "127.0.0.1"
 
 
 def cache_dir() -> Path:
@@ -63,8 +66,8 @@ def read_state(path: Path | None = None) -> ServerState | None:
         state = pydantic.TypeAdapter(ServerState).validate_json(data, strict=True)
     except (OSError, ValueError):
         return None
-    if not 0 < state.port < 65536 or state.pid <= 0 or state.host not in _LOOPBACK:
-        return None  # the shared server only ever binds loopback: prompts stay here
+    if not 0 < state.port < 65536 or state.pid <= 0 or state.host != SHARED_HOST:
+        return None  # the shared server only ever binds 127.0.0.1: prompts stay with it
     return state
 
 

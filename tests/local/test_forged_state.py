@@ -11,8 +11,10 @@ import http.server
 import json
 import logging
 import os
+import socket
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,41 @@ def test_a_record_pairing_our_real_server_with_another_port_is_refused(
         _forge(ours.pid, impostor_port)  # ... but the port is someone else's
         _assert_not_adopted(impostor_port, caplog)
         assert "does not hold the socket listening on port" in caplog.text
+
+
+class _V6Server(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="needs an IPv6 loopback")
+def test_a_record_pairing_our_real_server_with_an_impostor_on_its_port_over_ipv6_is_refused(
+    fake: Path,
+) -> None:
+    # our server listens on 127.0.0.1:P; another program (any user) may listen on [::1]:P, the
+    # same port number: a record naming host "::1" sent our prompts to it
+    with _server_registry.serve() as ours:
+        impostor = _V6Server(("::1", ours.port), _Impostor)
+        thread = threading.Thread(target=impostor.serve_forever, daemon=True)
+        thread.start()
+        try:
+            assert probe("::1", ours.port, ALIAS)
+            write_state(replace(ours.to_state(), host="::1"))
+            assert read_state() is None  # only 127.0.0.1, the address the shared server binds
+            api_base = _server_registry.ensure_server()
+            server = _server_registry.current_server()
+            assert server is not None and server.owned and api_base.startswith("http://127.0.0.1:")
+        finally:
+            impostor.shutdown()
+            impostor.server_close()
 
 
 @pytest.mark.skipif(not LINUX_PROC, reason="socket ownership is read from /proc (Linux)")
