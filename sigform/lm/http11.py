@@ -40,11 +40,13 @@ class _Timed(io.RawIOBase):
     """The socket of one response as ``http.client`` reads it: each read waits at most
     ``read_s``, and none waits past ``deadline`` (monotonic; None: no deadline). The status line
     and headers are read through it too: with a timeout per read only, a server sending them a
-    byte at a time held a call for as long as it liked."""
+    byte at a time held a call for as long as it liked. With ``per_line`` (a stream's body) the
+    deadline moves to ``read_s`` after each line's end: each line arrives within ``read_s``."""
 
     def __init__(self, sock: Any, url: str, read_s: float, deadline: float | None) -> None:
         super().__init__()
         self.sock, self.url, self.read_s, self.deadline = sock, url, read_s, deadline
+        self.per_line = False
         # the socket's own reader: it keeps the socket open while the response is read, also
         # after the connection is closed (as http.client's own does)
         self.raw = sock.makefile("rb", buffering=0)
@@ -68,7 +70,10 @@ class _Timed(io.RawIOBase):
                 raise late(self.read_s, self.url)
         self.sock.settimeout(wait)
         try:
-            return int(self.raw.readinto(buffer))
+            size = int(self.raw.readinto(buffer))
+            if self.per_line and b"\n" in bytes(memoryview(buffer)[:size]):
+                self.deadline = time.monotonic() + self.read_s
+            return size
         except TimeoutError:
             if self.deadline is not None and time.monotonic() >= self.deadline:
                 raise late(self.read_s, self.url) from None
@@ -99,7 +104,7 @@ class Connections:
         """The response to ``POST url`` (redirects followed); raises what the socket, TLS or
         ``http.client`` raise when no response came, and ``TimedOut`` when the headers did not
         arrive within ``read_s`` of sending (nor the body, for a ``whole`` answer: a stream's
-        body then has ``read_s`` for each read)."""
+        body then has ``read_s`` for each line: a line dripped a byte at a time is late too)."""
         deadline = time.monotonic() + read_s
         for _ in range(MAX_REDIRECTS + 1):
             origin, target, conn, reused = self._connection(url, connect_s)
@@ -126,7 +131,7 @@ class Connections:
                 url = moved
                 continue
             if not whole:
-                timed.deadline = None
+                timed.deadline, timed.per_line = time.monotonic() + read_s, True
             try:
                 yield response
             except BaseException:

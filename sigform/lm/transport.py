@@ -59,11 +59,18 @@ _DEFAULT_TIMEOUT: Any = None  # aiohttp.ClientTimeout of _CONNECT_S / _READ_S, m
 _CONNECT_ONLY: Any = None  # and of _CONNECT_S alone
 
 
-async def _lines(content: Any) -> AsyncIterator[str]:
+async def _lines(content: Any, url: str, seconds: float) -> AsyncIterator[str]:
     """The lines of an aiohttp body (up to :data:`_MAX_BODY` each: aiohttp's own line reader
-    stops at 64 KiB)."""
+    stops at 64 KiB), each arriving within ``seconds`` of the previous one's end (a read's own
+    timer, reset at every piece, let a line dripped a byte at a time hold a call for hours)."""
     pending = b""
+    line_deadline = time.monotonic() + seconds
     async for piece in content.iter_any():
+        now = time.monotonic()
+        if now > line_deadline:
+            raise late(seconds, url)
+        if b"\n" in piece:
+            line_deadline = now + seconds
         *lines, pending = (pending + piece).split(b"\n")
         if len(pending) > _MAX_BODY:
             raise _too_large("a streamed line")
@@ -246,7 +253,7 @@ class Transport:
                 if response.status >= 400:
                     error = await _aread(response, out.url, seconds)
                     raise StatusError(response.status, response.headers, error, out.url)
-                async for line in _lines(response.content):
+                async for line in _lines(response.content, out.url, seconds):
                     chunk = chunk_of(line)
                     if chunk is DONE:
                         return

@@ -265,3 +265,36 @@ def test_a_redirect_that_cannot_keep_the_request_is_refused(
             asyncio.run(lm.acall("hi"))
     assert said in str(info.value), str(info.value)
     assert info.value.retryable is False
+
+
+def _line_drip(handler: BaseHTTPRequestHandler) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()
+    handler.wfile.write(b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n')
+    handler.wfile.write(b'data: {"choices": [{"index": 0, "delta": {"content": "')
+    for _ in range(600):  # the next line a byte at a time: a minute in all, far below the bound
+        handler.wfile.write(b"a")
+        handler.wfile.flush()
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("route", ["stream", "astream"])
+def test_a_streamed_line_arriving_a_byte_at_a_time_ends_at_the_timeout(server: Any, route: str) -> None:
+    # each read had its own timer (reset by every byte): the line held the call for a minute
+    base = server(_line_drip)
+    sender = transport.Transport()
+    chunks: list[dict[str, Any]] = []
+
+    async def drain() -> None:
+        async for chunk in sender.astream(_request(base, stream=True)):
+            chunks.append(chunk)
+
+    started = time.monotonic()
+    with pytest.raises(transport.TimedOut, match="did not arrive within 2s"):
+        if route == "stream":
+            chunks.extend(sender.stream(_request(base, stream=True)))
+        else:
+            asyncio.run(drain())
+    assert time.monotonic() - started < 20  # 2 s here; generous for a loaded machine (was 60 s)
+    assert [c["choices"][0]["delta"]["content"] for c in chunks] == ["hi"]
