@@ -34,7 +34,8 @@ from sigform.types.inspection import split_optional, strip_annotated
 __all__ = ["ground_outputs", "stated"]
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")  # a sign aside: `2025-04-02` is no -4
-_DECIMAL_COMMA = re.compile(r"\d+,\d{1,2}\b")
+# from a run's first digit only: tried from each digit, a long run took quadratic time
+_DECIMAL_COMMA = re.compile(r"(?<!\d)\d+,\d{1,2}\b")
 _WORD = re.compile(r"[^\W\d_]+")
 _UNITS = [
     *("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"),
@@ -50,6 +51,7 @@ _WORD_VALUES = {
     "thousand": 1000,
 }
 _SCALES = ("dozen", "hundred", "thousand")
+_MAX_WORDED = 10**15  # "thousand thousand ..." grows no further (1000**103 is past any float)
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
 
@@ -115,7 +117,10 @@ class _Facts:
         if isinstance(value, bool):
             return True
         if isinstance(value, (int, float)):
-            return float(abs(value)) in self.numbers
+            try:
+                return float(abs(value)) in self.numbers
+            except OverflowError:  # an int past any float (a model repeating a digit): unchecked
+                return True
         if isinstance(value, datetime.date):
             month = value.month in self.numbers or any(
                 w.startswith(_MONTHS[value.month - 1]) for w in self.words
@@ -140,7 +145,7 @@ def _worded_numbers(words: list[str]) -> set[float]:
             total = 1  # only as in "a dozen", "a hundred"
         else:
             if word in _SCALES:
-                total = max(total, 1) * value
+                total = max(total, 1) * value if total < _MAX_WORDED else value
             elif (total >= 20 and total % 10 == 0 and value < 10) or (total >= 100 and total % 100 == 0):
                 total += value  # fifty five, two hundred five
             else:
