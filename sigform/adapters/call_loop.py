@@ -135,11 +135,12 @@ def run_loop(adapter: Adapter, call: AdapterCall) -> Loop:
         redo_call = call.with_options(n=len(redo)) if len(redo) > 1 or "n" in call.lm_kwargs else call
         fb_slots = yield from fallback.attempt(redo_call, state)
         for old, new in zip(redo, fb_slots, strict=False):
-            old.completion, old.outputs, old.error, old.terminal = (
+            old.completion, old.outputs, old.error, old.terminal, old.unstated = (
                 new.completion,
                 new.outputs,
                 new.error,
                 new.terminal,
+                new.unstated,
             )
             old.history.extend(new.history)
             old.adapters.extend(new.adapters)
@@ -148,7 +149,9 @@ def run_loop(adapter: Adapter, call: AdapterCall) -> Loop:
         error.usage, error.attempts = state.usage, state.attempts  # failed calls still cost
         raise error
     outputs = [s.outputs for s in slots if s.outputs is not None]
-    return state.result(outputs, [s.completion for s in slots])
+    result = state.result(outputs, [s.completion for s in slots])
+    result.unstated = [s.unstated for s in slots]
+    return result
 
 
 def attempt(
@@ -200,7 +203,7 @@ def attempt(
         annotations = {name: f.annotation for name, f in signature.output_fields.items()}
         for slot in slots:
             if slot.ok and slot.outputs is not None:
-                ground_outputs(annotations, slot.outputs, inputs)
+                slot.unstated = ground_outputs(annotations, slot.outputs, inputs)
     return slots
 
 

@@ -14,11 +14,14 @@ the inputs do not state becomes ``None``:
 * a number is stated when the inputs write it: in digits (``2,450.00``, ``1st``) or in words
   (``fifty-year-old``, ``for six``);
 * a date when its day and its month are there (``April 2, 2025``, ``2025-04-02``, ``2 Apr``);
-* a string when the inputs contain it (case and spacing aside).
+* a short string (a name or a place: up to six words) when the inputs contain it (case and
+  spacing aside); longer text is written, not copied, and is never checked.
 
 Other values (booleans, choices, lists, times) are not checked, nor is any output that cannot be
-null. The model's own answer is kept as written in ``pred._meta.raw``. Chat models are not
-checked. An adapter subclass with ``null_unstated = False`` keeps every value as the model gave it.
+null. Each value set to ``None`` is named in ``pred._meta.unstated`` (``"due_date"``,
+``"event.venues[0].city"``) and the model's own answer is kept as written in ``pred._meta.raw``.
+Chat models are not checked. An adapter subclass with ``null_unstated = False`` keeps every value
+as the model gave it.
 """
 
 from __future__ import annotations
@@ -52,18 +55,22 @@ _WORD_VALUES = {
 }
 _SCALES = ("dozen", "hundred", "thousand")
 _MAX_WORDED = 10**15  # "thousand thousand ..." grows no further (1000**103 is past any float)
+_COPIED_WORDS = 6  # the longest string checked: a name, a place, a title
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
 
 def ground_outputs(
     annotations: Mapping[str, object], outputs: dict[str, Any], inputs: Mapping[str, object]
-) -> None:
-    """Set to ``None``, in place, each nullable value of ``outputs`` that ``inputs`` do not state."""
+) -> tuple[str, ...]:
+    """Set to ``None``, in place, each nullable value of ``outputs`` that ``inputs`` do not state;
+    return where each was (``"age"``, ``"event.venues[0].city"``)."""
     text = "\n".join(str(v) for v in inputs.values() if v is not None)
     facts = _Facts(text)
+    nulled: list[str] = []
     for name, annotation in annotations.items():
         if name in outputs:
-            outputs[name] = _grounded(outputs[name], annotation, facts)
+            outputs[name] = _grounded(outputs[name], annotation, facts, name, nulled)
+    return tuple(nulled)
 
 
 def stated(value: object, text: str) -> bool:
@@ -71,23 +78,27 @@ def stated(value: object, text: str) -> bool:
     return _Facts(text).states(value)
 
 
-def _grounded(value: Any, annotation: object, facts: _Facts) -> Any:
+def _grounded(value: Any, annotation: object, facts: _Facts, path: str, nulled: list[str]) -> Any:
     if value is None:
         return None
     base, nullable = split_optional(strip_annotated(annotation)[0])
     if nullable and not facts.states(value):
+        nulled.append(path)
         return None
     from pydantic import BaseModel
 
     if isinstance(value, BaseModel):
         fields = type(value).model_fields
-        changed = {n: _grounded(getattr(value, n), f.annotation, facts) for n, f in fields.items()}
+        changed = {
+            n: _grounded(getattr(value, n), f.annotation, facts, f"{path}.{n}", nulled)
+            for n, f in fields.items()
+        }
         changed = {n: v for n, v in changed.items() if v is not getattr(value, n)}
         return value.model_copy(update=changed) if changed else value
     if isinstance(value, list):
         args = typing.get_args(strip_annotated(base)[0])
         item = args[0] if len(args) == 1 else Any
-        return [_grounded(v, item, facts) for v in value]
+        return [_grounded(v, item, facts, f"{path}[{i}]", nulled) for i, v in enumerate(value)]
     return value
 
 
@@ -127,8 +138,9 @@ class _Facts:
             )
             return value.day in self.numbers and month
         if isinstance(value, str):
-            want = " ".join(value.casefold().replace("\u2019", "'").split())
-            return want in self.text
+            words = value.casefold().replace("\u2019", "'").split()
+            # a name or a place is copied from the text; longer text is written (never checked)
+            return len(words) > _COPIED_WORDS or " ".join(words) in self.text
         return True
 
 

@@ -30,6 +30,7 @@ class AdapterResult:
     messages: list[Message]
     all_completions: list[Completion] = field(default_factory=list)
     request_kwargs: dict[str, Any] = field(default_factory=dict)
+    unstated: list[tuple[str, ...]] = field(default_factory=list)  # per candidate, grounding.py
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Slot:
     reasks: int = 0
     adapters: list[str] = field(default_factory=list)
     history: list[Completion] = field(default_factory=list)
+    unstated: tuple[str, ...] = ()  # outputs set to None: the inputs do not state them
 
     @property
     def ok(self) -> bool:

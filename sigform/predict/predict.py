@@ -356,7 +356,8 @@ class Predict(Module, Generic[_In, _Out]):
         messages = getattr(result, "messages", None)
         mode = "text" if getattr(lm, "model_type", "chat") == "text" else "chat"
         candidates = []
-        for values, completion in zip(result.outputs, result.completions, strict=True):
+        unstated = getattr(result, "unstated", None) or [()] * len(result.outputs)
+        for values, completion, nulled in zip(result.outputs, result.completions, unstated, strict=True):
             meta = PredictionMeta(
                 raw=completion.text,
                 usage=usage,
@@ -366,6 +367,7 @@ class Predict(Module, Generic[_In, _Out]):
                 messages=messages,
                 model=completion.model or getattr(lm, "model", None),
                 mode=mode,
+                unstated=nulled,
             )
             finished = self._finish_values(values, completion, lm)
             # the adapter hands over a fresh dict per candidate: keep it rather than copy it

@@ -134,7 +134,9 @@ class PredictionMeta:
     ``completion`` the raw :class:`~sigform.lm.interface.Completion`; ``messages`` what was sent;
     ``model`` the model that answered; ``mode`` how it was asked: ``"chat"`` (chat completions)
     or ``"text"`` (a plain-text document to text completions: a base model, see
-    :mod:`sigform.lm.text_mode`). Treat it as read-only.
+    :mod:`sigform.lm.text_mode`); ``unstated`` the outputs set to ``None`` in text mode because the
+    inputs do not state the model's value (see :mod:`sigform.adapters.grounding`). Treat it as
+    read-only.
     """
 
     raw: str | None = None
@@ -145,6 +147,7 @@ class PredictionMeta:
     messages: Sequence[Mapping[str, Any]] | None = None
     model: str | None = None
     mode: str = "chat"
+    unstated: tuple[str, ...] = ()
 
 
 _NO_META = PredictionMeta()

@@ -238,6 +238,7 @@ def test_a_text_model_s_unstated_nullable_value_is_none() -> None:
     assert pred.due_date is None
     assert (pred.vendor, pred.total) == ("Redwood", 3150.0)  # not nullable: never checked
     assert "2025-04-15" in (pred._meta.raw or "")  # the model's own answer is kept
+    assert pred._meta.unstated == ("due_date",)  # and the change is recorded, never silent
 
 
 def test_a_stated_value_is_kept_in_any_written_form() -> None:
@@ -269,6 +270,26 @@ def test_nullable_fields_inside_models_and_lists_are_checked() -> None:
         title="Jazz Brunch", venues=[Venue(name="Café Amsterdam", city=None)], capacity=None
     )
     assert pred.age_limit == 18
+    assert pred._meta.unstated == ("event.venues[0].city", "event.capacity")
+
+
+class Review(sf.Signature):
+    """Summarise the review."""
+
+    text: str = sf.InputField()
+    summary: Optional[str] = sf.OutputField()
+    product: Optional[str] = sf.OutputField()
+
+
+def test_written_text_is_never_checked_only_copied_names() -> None:
+    # a summary is written, not copied: grounding it would null every right answer
+    answer = '{"summary": "The buyer likes the sound but not the battery life", "product": "Zeta X2"}'
+    lm = ScriptedLM([answer], model_type="text")
+    text = "Great sound from these headphones, battery dies in two hours though."
+    pred = sf.Predict(Review, lm=lm, adapter=sf.JSONAdapter())(text=text)
+    assert pred.summary == "The buyer likes the sound but not the battery life"
+    assert pred.product is None  # a product name the text never gives: invented
+    assert pred._meta.unstated == ("product",)
 
 
 @pytest.mark.parametrize(
@@ -288,6 +309,7 @@ def test_nullable_fields_inside_models_and_lists_are_checked() -> None:
         (dt.date(2025, 4, 2), "due 2025-04-02", True),
         (dt.date(2025, 4, 15), "$220.00, paid today.", False),
         ("Paris", "Claire Dubois turned 33 yesterday.", False),
+        ("Claire is thirty three and lives in Paris", "Claire Dubois turned 33 yesterday.", True),
         ("St. John\u2019s  Square", "at St. John's Square, Cardiff", True),
         (True, "nothing", True),
     ],
