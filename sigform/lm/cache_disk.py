@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sigform import runtime
-from sigform.files import NotRegularFile, open_regular, write_atomic
+from sigform.files import NotRegularFile, open_regular, read_regular, write_atomic
 
 logger = logging.getLogger("sigform.lm")
 
@@ -27,6 +27,7 @@ _BATCH_WAIT = 0.02
 OPEN_WAIT = 2.0
 LOCK_TIMEOUT = 1.0
 SECRET_FILE = "cache-secret"
+MAX_ENTRY_BYTES = 256 << 20  # a larger value file is not read (a miss)
 SECRET_BYTES = 32
 # what a broken or hostile store raises: a miss (and the disk bypassed), never the caller's error
 STORE_ERRORS = (sqlite3.Error, OSError, ValueError, TypeError, KeyError, EOFError)
@@ -71,8 +72,8 @@ def safe_disk() -> type:
             if mode == MODE_RAW:
                 return bytes(value) if isinstance(value, (bytes, memoryview)) else value
             if mode == MODE_BINARY and not read:
-                with open(self._inside(filename), "rb") as reader:
-                    return reader.read()
+                # a forged row may name a FIFO (open() waited forever) or a huge sparse file
+                return read_regular(self._inside(filename), MAX_ENTRY_BYTES)
             raise ValueError(f"cache value stored in mode {mode} is not read (only raw bytes)")
 
         def remove(self, file_path: Any) -> None:

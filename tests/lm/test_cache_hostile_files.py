@@ -190,16 +190,46 @@ warnings.simplefilter("always")
 import sigform as sf
 from sigform.lm.capabilities import _read_file
 from sigform.local._state import read_state
-
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 folder = Path({folder!r})
 print("state", read_state(folder / "local-server.json"), flush=True)
 print("capabilities", _read_file(folder / "endpoint-capabilities.json").get("endpoints", {{}}), flush=True)
 lm = sf.LM("openai/fake", api_base={api_base!r}, api_key="sk-k", cache=True)
 print("answer", lm("hi")[0].text, flush=True)
 """
+
+
+_FORGED_FILE_RUN = """
+import sys
+sys.path.insert(0, {root!r})
+import warnings
+warnings.simplefilter("always")
+from sigform.lm import LM
+print("answer", LM("openai/fake", api_base={api_base!r}, api_key="sk-k")("hi")[0].text, flush=True)
+"""
+
+
+def test_a_forged_row_naming_a_fifo_in_the_cache_is_not_waited_on(
+    lm_server: FakeOpenAIServer, isolated_cache: Path
+) -> None:
+    # a row's value file opened with open(): a FIFO there waited for a writer forever
+    import subprocess
+    import sys
+
+    LM("openai/fake", api_base=lm_server.api_base, api_key="sk-k")("hi")
+    with cached_rows(isolated_cache) as db:
+        db.execute("UPDATE Cache SET value = NULL, mode = ?, filename = ?", (MODE_BINARY, "forged"))
+    os.mkfifo(isolated_cache / "lm" / "forged")
+    root = str(Path(__file__).resolve().parents[2])
+    script = _FORGED_FILE_RUN.format(root=root, api_base=lm_server.api_base)
+    env = {**os.environ, "SIGFORM_CACHE_DIR": str(isolated_cache)}
+    try:
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the call waited on the FIFO")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert "answer echo: hi" in done.stdout.decode()
+    assert len(lm_server.requests) == 2  # a miss (diskcache reads an OSError as a missing row)
 
 
 def test_fifos_named_like_cache_and_state_files_are_ignored_not_waited_on(tmp_path: Path) -> None:
