@@ -41,7 +41,7 @@ class _Timed(io.RawIOBase):
     ``read_s``, and none waits past ``deadline`` (monotonic; None: no deadline). The status line
     and headers are read through it too: with a timeout per read only, a server sending them a
     byte at a time held a call for as long as it liked. With ``per_line`` (a stream's body) the
-    deadline moves to ``read_s`` after each line's end: each line arrives within ``read_s``."""
+    deadline is ``read_s`` after each line is asked for (:class:`_Response`)."""
 
     def __init__(self, sock: Any, url: str, read_s: float, deadline: float | None) -> None:
         super().__init__()
@@ -70,14 +70,27 @@ class _Timed(io.RawIOBase):
                 raise late(self.read_s, self.url)
         self.sock.settimeout(wait)
         try:
-            size = int(self.raw.readinto(buffer))
-            if self.per_line and b"\n" in bytes(memoryview(buffer)[:size]):
-                self.deadline = time.monotonic() + self.read_s
-            return size
+            return int(self.raw.readinto(buffer))
         except TimeoutError:
             if self.deadline is not None and time.monotonic() >= self.deadline:
                 raise late(self.read_s, self.url) from None
             raise
+
+
+class _Response(http.client.HTTPResponse):
+    """A response read through ``timed``; with ``timed.per_line`` each line of its body (as
+    decoded: chunked framing aside) arrives within ``read_s`` of being asked for, so a line
+    dripped a byte at a time is cut off, whatever the chunks."""
+
+    def __init__(self, timed: _Timed, method: str | None = None) -> None:
+        super().__init__(timed, method=method)  # type: ignore[arg-type]
+        self.timed = timed
+
+    def readline(self, limit: int | None = -1) -> bytes:
+        timed = self.timed
+        if timed.per_line:
+            timed.deadline = time.monotonic() + timed.read_s
+        return super().readline(-1 if limit is None else limit)
 
 
 class Connections:
@@ -131,7 +144,7 @@ class Connections:
                 url = moved
                 continue
             if not whole:
-                timed.deadline, timed.per_line = time.monotonic() + read_s, True
+                timed.deadline, timed.per_line = None, True
             try:
                 yield response
             except BaseException:
@@ -208,7 +221,7 @@ def send(
         conn.connect()
     conn.sock.settimeout(read_s)
     timed = _Timed(conn.sock, url, read_s, deadline)
-    conn.response_class = lambda sock, method=None: http.client.HTTPResponse(timed, method=method)  # type: ignore[assignment,arg-type]
+    conn.response_class = lambda sock, method=None: _Response(timed, method=method)  # type: ignore[assignment]
     conn.request(method, target, body=body, headers=headers)
     return conn.getresponse(), timed
 

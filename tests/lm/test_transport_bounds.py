@@ -267,22 +267,32 @@ def test_a_redirect_that_cannot_keep_the_request_is_refused(
     assert info.value.retryable is False
 
 
-def _line_drip(handler: BaseHTTPRequestHandler) -> None:
+def _line_drip(handler: BaseHTTPRequestHandler, chunked: bool) -> None:
+    handler.protocol_version = "HTTP/1.1" if chunked else "HTTP/1.0"
     handler.send_response(200)
     handler.send_header("Content-Type", "text/event-stream")
+    if chunked:
+        handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
-    handler.wfile.write(b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n')
-    handler.wfile.write(b'data: {"choices": [{"index": 0, "delta": {"content": "')
-    for _ in range(600):  # the next line a byte at a time: a minute in all, far below the bound
-        handler.wfile.write(b"a")
+
+    def send(data: bytes) -> None:  # each piece its own chunk: a newline in every chunk's framing
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
         handler.wfile.flush()
+
+    send(b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n')
+    send(b'data: {"choices": [{"index": 0, "delta": {"content": "')
+    for _ in range(600):  # the next line a byte at a time: a minute in all, far below the bound
+        send(b"a")
         time.sleep(0.1)
 
 
+@pytest.mark.parametrize("chunked", [False, True], ids=["plain", "chunked"])
 @pytest.mark.parametrize("route", ["stream", "astream"])
-def test_a_streamed_line_arriving_a_byte_at_a_time_ends_at_the_timeout(server: Any, route: str) -> None:
+def test_a_streamed_line_arriving_a_byte_at_a_time_ends_at_the_timeout(
+    server: Any, route: str, chunked: bool
+) -> None:
     # each read had its own timer (reset by every byte): the line held the call for a minute
-    base = server(_line_drip)
+    base = server(lambda handler: _line_drip(handler, chunked))
     sender = transport.Transport()
     chunks: list[dict[str, Any]] = []
 
