@@ -9,24 +9,25 @@ already says what "not stated" is: ``None``.
 
 So in text mode (``lm.model_type == "text"``, see :mod:`sigform.adapters.document`) each
 ``Optional`` output, and each ``Optional`` field of a pydantic model among the outputs, whose value
-the inputs do not state becomes ``None``:
+the inputs do not state becomes ``None`` (a model only if its validators accept the change):
 
 * a number is stated when the inputs write it: in digits (``2,450.00``, ``1st``) or in words
   (``fifty-year-old``, ``for six``);
 * a date when its day and its month are there (``April 2, 2025``, ``2025-04-02``, ``2 Apr``);
-* a short string (a name or a place: up to six words) when the inputs contain it (case and
-  spacing aside); longer text is written, not copied, and is never checked.
+* a short string (a name or a place: up to six words, not a sentence) when the inputs contain it
+  (case and spacing aside); longer text and sentences are written, not copied, and never checked.
 
-Other values (booleans, choices, lists, times) are not checked, nor is any output that cannot be
-null. Each value set to ``None`` is named in ``pred._meta.unstated`` (``"due_date"``,
-``"event.venues[0].city"``) and the model's own answer is kept as written in ``pred._meta.raw``.
-Chat models are not checked. An adapter subclass with ``null_unstated = False`` keeps every value
-as the model gave it.
+Other values (booleans, choices: a ``Literal`` or an ``Enum``, lists, times) are not checked, nor
+is any output that cannot be null. Each value set to ``None`` is named in ``pred._meta.unstated``
+(``"due_date"``, ``"event.venues[0].city"``) and the model's own answer is kept as written in
+``pred._meta.raw``. Chat models are not checked. An adapter subclass with ``null_unstated = False``
+keeps every value as the model gave it.
 """
 
 from __future__ import annotations
 
 import datetime
+import enum
 import re
 import typing
 from collections.abc import Mapping
@@ -36,7 +37,7 @@ from sigform.types.inspection import split_optional, strip_annotated
 
 __all__ = ["ground_outputs", "stated"]
 
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")  # a sign aside: `2025-04-02` is no -4
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?")  # a sign aside: `2025-04-02` is no -4
 # from a run's first digit only: tried from each digit, a long run took quadratic time
 _DECIMAL_COMMA = re.compile(r"(?<!\d)\d+,\d{1,2}\b")
 _WORD = re.compile(r"[^\W\d_]+")
@@ -82,24 +83,38 @@ def _grounded(value: Any, annotation: object, facts: _Facts, path: str, nulled: 
     if value is None:
         return None
     base, nullable = split_optional(strip_annotated(annotation)[0])
-    if nullable and not facts.states(value):
+    if nullable and not _choice(base) and not facts.states(value):
         nulled.append(path)
         return None
-    from pydantic import BaseModel
+    from pydantic import BaseModel, ValidationError
 
     if isinstance(value, BaseModel):
+        before = len(nulled)
         fields = type(value).model_fields
         changed = {
             n: _grounded(getattr(value, n), f.annotation, facts, f"{path}.{n}", nulled)
             for n, f in fields.items()
         }
         changed = {n: v for n, v in changed.items() if v is not getattr(value, n)}
-        return value.model_copy(update=changed) if changed else value
+        if not changed:
+            return value
+        try:  # the model's own validators have the last word (e.g. "an email or a phone")
+            return type(value).model_validate({**dict(value), **changed})
+        except ValidationError:
+            del nulled[before:]
+            return value
     if isinstance(value, list):
         args = typing.get_args(strip_annotated(base)[0])
         item = args[0] if len(args) == 1 else Any
         return [_grounded(v, item, facts, f"{path}[{i}]", nulled) for i, v in enumerate(value)]
     return value
+
+
+def _choice(annotation: object) -> bool:
+    """A Literal or an Enum: the model chooses it, the text need not write it."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return True
+    return isinstance(annotation, type) and issubclass(annotation, enum.Enum)
 
 
 class _Facts:
@@ -139,8 +154,10 @@ class _Facts:
             return value.day in self.numbers and month
         if isinstance(value, str):
             words = value.casefold().replace("\u2019", "'").split()
-            # a name or a place is copied from the text; longer text is written (never checked)
-            return len(words) > _COPIED_WORDS or " ".join(words) in self.text
+            # a name or a place is copied from the text; a sentence or longer text is written
+            if len(words) > _COPIED_WORDS or value.rstrip().endswith((".", "!", "?", "\u2026")):
+                return True
+            return " ".join(words) in self.text
         return True
 
 

@@ -292,6 +292,48 @@ def test_written_text_is_never_checked_only_copied_names() -> None:
     assert pred._meta.unstated == ("product",)
 
 
+class Mood(sf.Signature):
+    """Classify the review."""
+
+    text: str = sf.InputField()
+    label: Optional[Literal["positive", "negative"]] = sf.OutputField()
+    translation: Optional[str] = sf.OutputField()
+
+
+def test_choices_and_sentences_are_never_checked() -> None:
+    # a Literal is chosen, not copied; a sentence is written, however short
+    lm = ScriptedLM(['{"label": "positive", "translation": "I loved it."}'], model_type="text")
+    pred = sf.Predict(Mood, lm=lm, adapter=sf.JSONAdapter())(text="J'ai adoré ce film !")
+    assert (pred.label, pred.translation) == ("positive", "I loved it.")
+    assert pred._meta.unstated == ()
+
+
+class Contact(pydantic.BaseModel):
+    email: Optional[str] = None
+    phone: Optional[str] = None
+
+    @pydantic.model_validator(mode="after")
+    def _one_way_to_reach(self) -> Contact:
+        if self.email is None and self.phone is None:
+            raise ValueError("an email or a phone")
+        return self
+
+
+class Card(sf.Signature):
+    """Extract the contact."""
+
+    text: str = sf.InputField()
+    contact: Contact = sf.OutputField()
+
+
+def test_a_model_s_validators_have_the_last_word() -> None:
+    # nulling the invented email would leave a Contact its validator refuses: the value is kept
+    lm = ScriptedLM(['{"contact": {"email": "ana@example.com", "phone": null}}'], model_type="text")
+    pred = sf.Predict(Card, lm=lm, adapter=sf.JSONAdapter())(text="Call Ana tomorrow.")
+    assert pred.contact == Contact(email="ana@example.com")
+    assert pred._meta.unstated == ()
+
+
 @pytest.mark.parametrize(
     ("value", "text", "expected"),
     [
@@ -312,6 +354,7 @@ def test_written_text_is_never_checked_only_copied_names() -> None:
         ("Claire is thirty three and lives in Paris", "Claire Dubois turned 33 yesterday.", True),
         ("St. John\u2019s  Square", "at St. John's Square, Cardiff", True),
         (True, "nothing", True),
+        (1e-05, "tolerance 1e-05", True),  # an input float as str() writes it
     ],
 )
 def test_what_a_text_states(value: object, text: str, expected: bool) -> None:
