@@ -11,6 +11,7 @@ import functools
 import logging
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from sigform import runtime
@@ -248,7 +249,8 @@ def _reusable(state: ServerState | None) -> LocalServer | None:
         return None
     if not probe(state.host, state.port, state.alias):
         return None
-    return LocalServer.from_state(state)
+    # the shared server always logs to SHARED_LOG: a log path read from the file is never opened
+    return LocalServer.from_state(replace(state, log_path=str(state_path().parent / SHARED_LOG)))
 
 
 def stop_server() -> None:

@@ -22,7 +22,7 @@ import pytest
 from sigform.local import _server_registry
 from sigform.local._ownership import ownership_problem
 from sigform.local._process import probe
-from sigform.local._state import ServerState, read_state, write_state
+from sigform.local._state import ServerState, read_state, state_path, write_state
 
 ALIAS = "gemma-3-270m"
 LINUX_PROC = Path("/proc/net/tcp").exists()
@@ -133,6 +133,20 @@ def test_a_genuine_record_is_still_adopted(fake: Path) -> None:
         assert _server_registry.ensure_server() == ours.api_base
         adopted = _server_registry.current_server()
         assert adopted is not None and not adopted.owned and adopted.pid == ours.pid
+
+
+@pytest.mark.skipif(not LINUX_PROC, reason="socket ownership is read from /proc (Linux)")
+def test_an_adopted_server_s_log_is_never_a_path_from_the_file(fake: Path, tmp_path: Path) -> None:
+    # log_tail() of an adopted server read whatever file the record named (a secret, say)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("sk-do-not-read\n")
+    with _server_registry.serve() as ours:
+        write_state(replace(ours.to_state(), log_path=str(secret)))
+        assert _server_registry.ensure_server() == ours.api_base
+        adopted = _server_registry.current_server()
+        assert adopted is not None and not adopted.owned
+        assert adopted.log_path == state_path().parent / _server_registry.SHARED_LOG
+        assert "sk-do-not-read" not in adopted.log_tail()
 
 
 # -- the check itself, on a synthetic /proc ---------------------------------------------------
