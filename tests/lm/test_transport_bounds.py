@@ -9,6 +9,7 @@ and async); a server sending a byte every half second held a call with ``timeout
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -190,17 +191,23 @@ def test_a_redirect_loop_is_reported_as_one(server: Any, route: str) -> None:
     assert info.value.retryable is False  # sending it again loops again
 
 
+def _answer(handler: BaseHTTPRequestHandler, content: str) -> None:
+    """A 200 chat completion whose message is ``content``."""
+    message = {"role": "assistant", "content": content}
+    body = json.dumps({"choices": [{"index": 0, "message": message}]}).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 def test_the_body_of_a_redirect_is_not_read(server: Any) -> None:
     sent = [0]
     finished = threading.Event()
 
     def moved_then_endless(handler: BaseHTTPRequestHandler) -> None:
         if handler.path.startswith("/landed"):
-            body = b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]}'
-            handler.send_response(200)
-            handler.send_header("Content-Length", str(len(body)))
-            handler.end_headers()
-            handler.wfile.write(body)
+            _answer(handler, "hi")
             return
         handler.send_response(307)
         handler.send_header("Location", "/landed/chat/completions")
@@ -224,11 +231,7 @@ def test_the_body_of_a_redirect_is_not_read(server: Any) -> None:
 def _moved(status: int, location: str) -> Callable[[BaseHTTPRequestHandler], None]:
     def answer(handler: BaseHTTPRequestHandler) -> None:
         if handler.path.startswith("/landed"):  # a GET here once answered for the POST
-            body = b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "landed"}}]}'
-            handler.send_response(200)
-            handler.send_header("Content-Length", str(len(body)))
-            handler.end_headers()
-            handler.wfile.write(body)
+            _answer(handler, "landed")
             return
         handler.send_response(status)
         handler.send_header("Location", location)

@@ -120,5 +120,6 @@ def test_every_hostile_shape_reads_in_bounded_time_at_1_mb(shape: str) -> None:
         except FieldValueError:
             pass
         spent = time.process_time() - t0
-        # 20x the benchmark's 50 ms target: only pathological slowness fails (was 1.4 s)
-        assert spent < 1.0, f"{shape} as {name}: {spent:.2f} s"
+        # ~30 ms here; only pathological (quadratic) slowness fails. The 50 ms target is the
+        # benchmark's: `python -m benchmarks --only adversarial_coerce` prints each shape's time
+        assert spent < 10.0, f"{shape} as {name}: {spent:.2f} s"
